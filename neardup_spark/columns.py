@@ -1,0 +1,38 @@
+"""Internal column names shared by the stages (one place, no string drift)."""
+
+DOC_ID = "doc_id"
+TEXT = "text"
+NORM = "norm_text"
+IS_EMPTY = "is_empty"
+EXACT_HASH = "exact_hash"
+EXACT_REP = "exact_rep"
+SHINGLES = "shingles"
+SIGNATURE = "signature"
+BAND = "band"
+BUCKET = "bucket"
+DOC_A = "doc_a"
+DOC_B = "doc_b"
+JACCARD = "jaccard"
+CONTAINMENT_A = "containment_a"
+CONTAINMENT_B = "containment_b"
+MATCH = "match"
+CLUSTER_ID = "cluster_id"
+IS_KEEPER = "is_keeper"
+KEEPER_ID = "keeper_id"
+STATUS = "status"
+
+# Values of STATUS in clusters/.
+UNIQUE = "unique"  # a cluster of one, kept
+KEEPER = "keeper"  # kept; the cluster has duplicates
+DUPLICATE = "duplicate"  # near-duplicate of its keeper, removed
+EXACT_DUPLICATE = "exact_duplicate"  # same normalised text as its keeper, removed
+EMPTY = "empty"  # null or empty after normalisation: kept, never matched
+
+# Values of MATCH in pairs/.
+MATCH_EXACT = "exact"
+MATCH_NEAR = "near"
+
+INTERNAL = frozenset(
+    {DOC_ID, TEXT, NORM, IS_EMPTY, EXACT_HASH, EXACT_REP, SHINGLES, SIGNATURE, BAND, BUCKET,
+     CLUSTER_ID, IS_KEEPER, KEEPER_ID, STATUS}
+)

@@ -1,0 +1,124 @@
+"""Stage 9, components: verified pairs -> (doc_id, cluster_id) per connected component.
+
+cluster_id is the smallest doc_id in the component, whichever backend runs,
+so clusters are the same on every run and every partitioning.
+
+* `dataframe` (default): alternating large-star / small-star (Kiveris et al.,
+  "Connected Components in MapReduce and Beyond", SoCC 2014) in plain
+  DataFrame operations; it converges in O(log^2 n) rounds, each round's
+  result is checkpointed so the lineage stays short. Needs only pyspark and
+  works on Spark Connect 4.x.
+* `graphframes`: GraphFrames' connectedComponents, imported lazily; needs the
+  graphframes Python package and its JVM jar, and a checkpoint directory.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from . import columns as C
+from .config import Config
+from .errors import BackendError, ConvergenceError
+
+SRC, DST = "src", "dst"
+
+
+def connected_components(edges: DataFrame, cfg: Config) -> DataFrame:
+    """edges(doc_a, doc_b) -> (doc_id, cluster_id) for every document in an edge."""
+    pairs = edges.select(F.col(C.DOC_A).alias(SRC), F.col(C.DOC_B).alias(DST)).where(F.col(SRC) != F.col(DST))
+    if cfg.cluster.backend == "graphframes":
+        return _graphframes(pairs, cfg)
+    return _star_contraction(pairs, cfg)
+
+
+def _large_star(edges: DataFrame) -> DataFrame:
+    """Each node links its larger neighbours to the smallest of its closed neighbourhood."""
+    both = edges.union(edges.select(F.col(DST).alias(SRC), F.col(SRC).alias(DST)))
+    low = both.groupBy(SRC).agg(F.least(F.min(DST), F.col(SRC)).alias("m"))
+    return both.join(low, SRC).where(F.col(DST) > F.col(SRC)).select(F.col(DST).alias(SRC), F.col("m").alias(DST))
+
+
+def _small_star(edges: DataFrame) -> DataFrame:
+    """Each node links itself and its smaller neighbours to the smallest of them."""
+    down = edges.select(F.greatest(SRC, DST).alias(SRC), F.least(SRC, DST).alias(DST))
+    low = down.groupBy(SRC).agg(F.min(DST).alias("m"))
+    moved = down.join(low, SRC).select(F.col(DST).alias(SRC), F.col("m").alias(DST)).where(F.col(SRC) != F.col(DST))
+    return moved.union(low.select(F.col(SRC), F.col("m").alias(DST))).distinct()
+
+
+def _is_star_forest(edges: DataFrame) -> bool:
+    """True when every edge is child -> root: no root is a child, no child has two parents."""
+    roles = edges.select(F.col(SRC).alias("node"), F.lit(1).alias("child"), F.col(DST).alias("parent")).union(
+        edges.select(F.col(DST).alias("node"), F.lit(0).alias("child"), F.lit(None).cast(edges.schema[DST].dataType))
+    )
+    bad = (
+        roles.groupBy("node")
+        .agg(F.max("child").alias("is_child"), F.min("child").alias("min_child"), F.countDistinct("parent").alias("k"))
+        .where((F.col("k") > 1) | ((F.col("is_child") == 1) & (F.col("min_child") == 0)))
+    )
+    return bad.limit(1).count() == 0
+
+
+def _materialise(df: DataFrame, mode: str, checkpoint_now: bool) -> DataFrame:
+    if checkpoint_now and mode == "local":
+        return df.localCheckpoint(eager=True)
+    if checkpoint_now and mode == "reliable":
+        return df.checkpoint(eager=True)
+    return df.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def _star_contraction(pairs: DataFrame, cfg: Config) -> DataFrame:
+    edges = _materialise(pairs.distinct(), cfg.cluster.checkpoint, True)
+    for round_no in range(1, cfg.cluster.max_iterations + 1):
+        nxt = _small_star(_large_star(edges))
+        nxt = _materialise(nxt, cfg.cluster.checkpoint, round_no % cfg.cluster.checkpoint_interval == 0)
+        done = _is_star_forest(nxt)
+        edges.unpersist()
+        edges = nxt
+        if done:
+            break
+    else:
+        raise ConvergenceError(
+            f"connected components did not converge in cluster.max_iterations={cfg.cluster.max_iterations} rounds"
+        )
+    children = edges.select(F.col(SRC).alias(C.DOC_ID), F.col(DST).alias(C.CLUSTER_ID))
+    roots = edges.select(F.col(DST).alias(C.DOC_ID), F.col(DST).alias(C.CLUSTER_ID)).distinct()
+    return children.union(roots)
+
+
+def _graphframes(pairs: DataFrame, cfg: Config) -> DataFrame:
+    try:
+        from graphframes import GraphFrame
+    except ImportError:
+        raise BackendError(
+            "cluster.backend = 'graphframes' needs the graphframes Python package and its JVM jar "
+            "(e.g. --jars graphframes-0.8.2-spark3.1-s_2.12.jar); use cluster.backend = 'dataframe' otherwise"
+        ) from None
+    vertices = pairs.select(F.col(SRC).alias("id")).union(pairs.select(F.col(DST).alias("id"))).distinct()
+    try:
+        graph = GraphFrame(vertices, pairs)
+        run = graph.connectedComponents
+        wanted = {
+            "algorithm": "graphframes",
+            "checkpointInterval": cfg.cluster.checkpoint_interval,
+            "broadcastThreshold": 1_000_000,
+            # graphframes-py's own default is `2 ^ 31 - 2`, which is 31 in Python.
+            "max_iter": cfg.cluster.max_iterations,
+        }
+        accepted = inspect.signature(run).parameters
+        comps = run(**{k: v for k, v in wanted.items() if k in accepted})
+    except BackendError:
+        raise
+    except Exception as exc:  # a missing jar surfaces as TypeError or a Py4J error
+        raise BackendError(f"GraphFrames could not run here ({_one_line(exc)}); is its JVM jar on the classpath?") from None
+    smallest = comps.groupBy("component").agg(F.min("id").alias(C.CLUSTER_ID))
+    return comps.join(smallest, "component").select(F.col("id").alias(C.DOC_ID), C.CLUSTER_ID)
+
+
+def _one_line(exc: Exception) -> str:
+    lines = str(exc).strip().splitlines()
+    return (lines[0] if lines else exc.__class__.__name__)[:200]

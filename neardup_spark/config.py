@@ -1,0 +1,306 @@
+"""The one configuration tree every stage reads.
+
+A config is loaded from TOML files (``conf/default.toml`` and friends), then
+overridden by dotted keys from the command line (``{"verify.threshold": 0.4}``),
+then validated here and nowhere else. Unknown sections or keys are an error, so
+a typo never silently falls back to a default. Instances are frozen.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import math
+import sys
+import typing
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import NeardupError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+
+class ConfigError(NeardupError, ValueError):
+    """A configuration value is missing, unknown or out of range."""
+
+
+INPUT_FORMATS = ("parquet", "jsonl", "json", "table", "delta")
+SHINGLE_UNITS = ("word", "char")
+CLUSTER_BACKENDS = ("dataframe", "graphframes")
+CHECKPOINT_MODES = ("local", "reliable", "none")
+KEEPER_RULES = ("earliest", "source_priority", "longest", "smallest_id")
+OUTPUT_MODES = ("errorifexists", "overwrite")
+
+
+@dataclass(frozen=True)
+class InputConfig:
+    path: str = ""
+    format: str = "parquet"
+    id_col: str = "id"
+    text_col: str = "text"
+    # Carried through to `deduplicated/` untouched; also where keeper rules look.
+    metadata_cols: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NormaliseConfig:
+    nfkc: bool = True
+    lowercase: bool = True
+    punctuation: bool = True  # punctuation (and underscores) become spaces
+
+
+@dataclass(frozen=True)
+class ShingleConfig:
+    unit: str = "word"  # "word" k-shingles, or "char" n-grams for short texts
+    k: int = 5
+
+
+@dataclass(frozen=True)
+class MinHashConfig:
+    num_perm: int = 128
+    seed: int = 1
+
+
+@dataclass(frozen=True)
+class LshConfig:
+    # 0 means "choose from the threshold" (see neardup_spark.params).
+    bands: int = 0
+    rows: int = 0
+    # The automatic choice keeps P(candidate) at far_fraction * threshold
+    # below max_far_probability: every such candidate is wasted verification.
+    far_fraction: float = 1.0 / 3.0
+    max_far_probability: float = 0.05
+    # Buckets up to this size yield all their pairs; larger ones (a story
+    # copied thousands of times, shared boilerplate) yield a star to their
+    # smallest id, so candidates grow with documents, not with pairs.
+    all_pairs_bucket_limit: int = 100
+
+
+@dataclass(frozen=True)
+class VerifyConfig:
+    threshold: float = 0.3  # exact Jaccard a pair needs to count as duplicate
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    backend: str = "dataframe"
+    max_iterations: int = 200
+    checkpoint: str = "local"
+    checkpoint_interval: int = 2
+
+
+@dataclass(frozen=True)
+class KeeperConfig:
+    # Applied in order; the smallest id always breaks the remaining ties.
+    rules: tuple[str, ...] = ("smallest_id",)
+    time_col: str = "published_at"
+    source_col: str = "source"
+    source_priority: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    path: str = ""
+    mode: str = "errorifexists"
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    """Only used by the CLI and jobs when they build a session themselves."""
+
+    master: str = ""
+    app_name: str = "neardup-spark"
+    shuffle_partitions: int = 0  # 0 leaves Spark's setting alone
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Config:
+    input: InputConfig = InputConfig()
+    normalise: NormaliseConfig = NormaliseConfig()
+    shingle: ShingleConfig = ShingleConfig()
+    minhash: MinHashConfig = MinHashConfig()
+    lsh: LshConfig = LshConfig()
+    verify: VerifyConfig = VerifyConfig()
+    cluster: ClusterConfig = ClusterConfig()
+    keeper: KeeperConfig = KeeperConfig()
+    output: OutputConfig = OutputConfig()
+    spark: SparkConfig = SparkConfig()
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> "Config":
+        """A validated copy with dotted keys replaced, e.g. {"verify.threshold": 0.5}."""
+        data = to_dict(self)
+        for dotted, value in overrides.items():
+            if value is None:
+                continue
+            section, _, key = dotted.partition(".")
+            if not key:
+                raise ConfigError(f"override {dotted!r} must be 'section.key'")
+            data.setdefault(section, {})[key] = value
+        return from_dict(data)
+
+
+def to_dict(cfg: Config) -> dict[str, dict[str, Any]]:
+    """Plain nested dict (tuples as lists), suitable for JSON and TOML round trips."""
+    out: dict[str, dict[str, Any]] = {}
+    for sec in fields(cfg):
+        values = {}
+        for f in fields(getattr(cfg, sec.name)):
+            v = getattr(getattr(cfg, sec.name), f.name)
+            values[f.name] = list(v) if isinstance(v, tuple) else (dict(v) if isinstance(v, Mapping) else v)
+        out[sec.name] = values
+    return out
+
+
+def from_dict(data: Mapping[str, Any]) -> Config:
+    """Build and validate a Config; unknown sections and keys are errors."""
+    sections = {f.name: f for f in fields(Config)}
+    unknown = sorted(set(data) - set(sections))
+    if unknown:
+        raise ConfigError(f"unknown config section(s): {', '.join(unknown)}")
+    built = {}
+    for name, f in sections.items():
+        raw = data.get(name, {})
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"config section [{name}] must be a table")
+        built[name] = _build_section(f.default.__class__, raw, name)
+    cfg = Config(**built)
+    validate(cfg)
+    return cfg
+
+
+def load_config(*paths: str | Path, overrides: Mapping[str, Any] | None = None) -> Config:
+    """Merge TOML files left to right, apply dotted overrides, validate."""
+    merged: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        try:
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        for section, values in data.items():
+            if not isinstance(values, Mapping):
+                raise ConfigError(f"{path}: top-level key {section!r} must be a [section]")
+            merged.setdefault(section, {}).update(values)
+    cfg = from_dict(merged)
+    return cfg.with_overrides(overrides) if overrides else cfg
+
+
+def _build_section(cls: type, raw: Mapping[str, Any], section: str):
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown key(s) in [{section}]: {', '.join(unknown)}")
+    hints = typing.get_type_hints(cls)
+    values = {name: _coerce(raw[name], hints[name], f"{section}.{name}") for name in raw}
+    return cls(**values)
+
+
+def _coerce(value: Any, hint: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise ConfigError(f"{where} must be true or false, got {value!r}")
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise ConfigError(f"{where} must be an integer, got {value!r}")
+        try:
+            return int(value)
+        except ValueError:
+            raise ConfigError(f"{where} must be an integer, got {value!r}") from None
+    if hint is float:
+        if isinstance(value, bool):
+            raise ConfigError(f"{where} must be a number, got {value!r}")
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where} must be a number, got {value!r}") from None
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} must be a string, got {value!r}")
+        return value
+    if origin is tuple:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where} must be a list of strings, got {value!r}")
+        return tuple(value)
+    if origin in (Mapping, dict, collections.abc.Mapping):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where} must be a table, got {value!r}")
+        return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+    raise ConfigError(f"{where}: unsupported config type {hint!r}")  # pragma: no cover
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def _one_of(value: str, choices: tuple[str, ...], where: str) -> None:
+    _check(value in choices, f"{where} must be one of {', '.join(choices)}; got {value!r}")
+
+
+def validate(cfg: Config) -> None:
+    """Every cross-field rule lives here, so stages can trust their config."""
+    _one_of(cfg.input.format, INPUT_FORMATS, "input.format")
+    _check(bool(cfg.input.id_col), "input.id_col must not be empty")
+    _check(bool(cfg.input.text_col), "input.text_col must not be empty")
+    _check(cfg.input.id_col != cfg.input.text_col, "input.id_col and input.text_col must differ")
+    _one_of(cfg.shingle.unit, SHINGLE_UNITS, "shingle.unit")
+    _check(cfg.shingle.k >= 1, f"shingle.k must be >= 1; got {cfg.shingle.k}")
+    _check(1 <= cfg.minhash.num_perm <= 4096, f"minhash.num_perm must be in [1, 4096]; got {cfg.minhash.num_perm}")
+    _check(0 <= cfg.minhash.seed < 2**63, f"minhash.seed must be in [0, 2**63); got {cfg.minhash.seed}")
+    t = cfg.verify.threshold
+    _check(math.isfinite(t) and 0.0 < t <= 1.0, f"verify.threshold must be in (0, 1]; got {t}")
+    b, r = cfg.lsh.bands, cfg.lsh.rows
+    _check(b >= 0 and r >= 0, f"lsh.bands and lsh.rows must be >= 0; got bands={b}, rows={r}")
+    _check((b == 0) == (r == 0), f"lsh.bands and lsh.rows go together: give both or neither; got bands={b}, rows={r}")
+    _check(
+        b * r <= cfg.minhash.num_perm,
+        f"lsh.bands * lsh.rows = {b * r} exceeds minhash.num_perm = {cfg.minhash.num_perm}",
+    )
+    _check(0.0 < cfg.lsh.far_fraction < 1.0, f"lsh.far_fraction must be in (0, 1); got {cfg.lsh.far_fraction}")
+    _check(
+        0.0 < cfg.lsh.max_far_probability < 1.0,
+        f"lsh.max_far_probability must be in (0, 1); got {cfg.lsh.max_far_probability}",
+    )
+    _check(cfg.lsh.all_pairs_bucket_limit >= 2, "lsh.all_pairs_bucket_limit must be >= 2")
+    _one_of(cfg.cluster.backend, CLUSTER_BACKENDS, "cluster.backend")
+    _one_of(cfg.cluster.checkpoint, CHECKPOINT_MODES, "cluster.checkpoint")
+    _check(cfg.cluster.max_iterations >= 1, "cluster.max_iterations must be >= 1")
+    _check(cfg.cluster.checkpoint_interval >= 1, "cluster.checkpoint_interval must be >= 1")
+    _check(len(cfg.keeper.rules) >= 1, "keeper.rules must name at least one rule")
+    for rule in cfg.keeper.rules:
+        _one_of(rule, KEEPER_RULES, "keeper.rules entries")
+    _check(len(set(cfg.keeper.rules)) == len(cfg.keeper.rules), "keeper.rules must not repeat a rule")
+    if "source_priority" in cfg.keeper.rules:
+        _check(bool(cfg.keeper.source_priority), "keeper rule 'source_priority' needs keeper.source_priority")
+    _one_of(cfg.output.mode, OUTPUT_MODES, "output.mode")
+    _check(cfg.spark.shuffle_partitions >= 0, "spark.shuffle_partitions must be >= 0")
+
+
+def require_io_paths(cfg: Config) -> None:
+    """A full run (not a library call on a DataFrame) also needs input and output."""
+    _check(bool(cfg.input.path), "input.path is required (--input)")
+    _check(bool(cfg.output.path), "output.path is required (--output)")
+
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "load_config",
+    "from_dict",
+    "to_dict",
+    "validate",
+    "require_io_paths",
+]

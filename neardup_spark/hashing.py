@@ -1,0 +1,187 @@
+"""Vectorised numpy kernels for shingling and MinHash. No Spark, no per-row Python.
+
+Texts arrive already normalised (see `normalise`): tokens are separated by
+single spaces. A batch of texts becomes one array of Unicode code points;
+tokens are hashed with a polynomial prefix-sum trick, k-shingles combine k
+token hashes, and every shingle ends as a 32-bit value mixed with the seed.
+Because those values are (pseudo-)random and independent of the seed-chosen
+permutations, each permutation ``x -> (a*x + b) mod 2**32`` (odd ``a``) is a
+bijection of random values, so the MinHash estimate is unbiased; the unit
+tests check bias and spread against sqrt(J(1-J)/P).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+_U64 = np.uint64
+_POLY = _U64(0x100000001B3)  # odd, so it has an inverse modulo 2**64
+_POLY_INV = _U64(pow(0x100000001B3, -1, 2**64))
+_SHINGLE_MULT = _U64(0x9E3779B97F4A7C15)
+_M1 = _U64(0xBF58476D1CE4E5B9)
+_M2 = _U64(0x94D049BB133111EB)
+SPACE = 32
+SUB_BATCH = 512  # documents per kernel call: keeps the working set cache-sized
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser: a bijective, well-avalanching 64-bit mix (new array)."""
+    x = x.astype(_U64, copy=True)
+    x ^= x >> _U64(30)
+    x *= _M1
+    x ^= x >> _U64(27)
+    x *= _M2
+    x ^= x >> _U64(31)
+    return x
+
+
+def _powers(base: np.uint64, n: int) -> np.ndarray:
+    """[1, base, base**2, ...] modulo 2**64 (uint64 products wrap)."""
+    out = np.full(n, base, dtype=_U64)
+    if n:
+        out[0] = 1
+    return np.cumprod(out, dtype=_U64)
+
+
+def codepoints(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """All texts as one uint32 code-point array, plus int64 offsets (len n+1)."""
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    # surrogatepass: a lone surrogate is one code unit in Python and stays one here.
+    raw = "".join(texts).encode("utf-32-le", errors="surrogatepass")
+    return np.frombuffer(raw, dtype="<u4"), offsets
+
+
+def word_units(cps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hash every space-separated token: (uint64 token hashes, per-text offsets)."""
+    n = cps.size
+    if n == 0:
+        return np.zeros(0, dtype=_U64), np.zeros(offsets.size, dtype=np.int64)
+    is_space = cps == SPACE
+    boundary = np.zeros(n + 1, dtype=bool)  # True at text starts and ends
+    boundary[offsets] = True
+    prev_break = np.empty(n, dtype=bool)
+    prev_break[0] = True
+    prev_break[1:] = is_space[:-1]
+    prev_break |= boundary[:n]
+    next_break = np.empty(n, dtype=bool)
+    next_break[-1] = True
+    next_break[:-1] = is_space[1:]
+    next_break |= boundary[1:]
+    starts = np.flatnonzero(~is_space & prev_break)
+    ends = np.flatnonzero(~is_space & next_break) + 1
+    # sum_j c[start+j] * POLY**j for each token, from one prefix sum.
+    pw = _powers(_POLY, n)
+    prefix = np.zeros(n + 1, dtype=_U64)
+    np.cumsum((cps.astype(_U64) + _U64(1)) * pw, out=prefix[1:])
+    inv = _powers(_POLY_INV, n)
+    token = (prefix[ends] - prefix[starts]) * inv[starts]
+    token = mix64(token ^ (ends - starts).astype(_U64))
+    per_text = np.searchsorted(starts, offsets, side="left").astype(np.int64)
+    return token, per_text
+
+
+def char_units(cps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Code points as the units of character n-grams."""
+    return cps.astype(_U64), offsets
+
+
+def shingle_hashes(units: np.ndarray, unit_offsets: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct 32-bit k-shingle values per text, sorted within each text.
+
+    A text with fewer than k units (but at least one) gets one shingle made of
+    all its units; a text with no units gets none. Returns (uint32 values,
+    int64 offsets of length n_texts+1).
+    """
+    n_units = np.diff(unit_offsets)
+    n_texts = n_units.size
+    text_of_unit = np.repeat(np.arange(n_texts, dtype=np.int64), n_units)
+    salt = _U64(seed & 0xFFFFFFFFFFFFFFFF) ^ _U64(0x5851F42D4C957F2D)
+    parts_val, parts_text = [], []
+    n_windows = units.size - k + 1
+    if n_windows > 0:
+        # Every window of k consecutive units, by slices (no gathers); keep
+        # the windows that end inside the text they start in.
+        acc = np.full(n_windows, salt, dtype=_U64)
+        for j in range(k):
+            acc *= _SHINGLE_MULT
+            acc += units[j : j + n_windows]
+        starts_text = text_of_unit[:n_windows]
+        keep = np.arange(k, n_windows + k, dtype=np.int64) <= unit_offsets[1:][starts_text]
+        parts_val.append(mix64(acc[keep] ^ _U64(k)))
+        parts_text.append(starts_text[keep])
+    short = np.flatnonzero((n_units > 0) & (n_units < k))
+    if short.size:
+        # Texts shorter than k units: one shingle of the whole unit sequence.
+        acc = np.full(short.size, salt, dtype=_U64)
+        width = n_units[short]
+        first = unit_offsets[short]
+        for j in range(k - 1):
+            inside = j < width
+            idx = np.where(inside, first + j, first)
+            acc = np.where(inside, acc * _SHINGLE_MULT + units[idx], acc)
+        parts_val.append(mix64(acc ^ width.astype(_U64)))
+        parts_text.append(short)
+    if not parts_val:
+        return np.zeros(0, dtype=np.uint32), np.zeros(n_texts + 1, dtype=np.int64)
+    values = np.concatenate(parts_val) >> _U64(32)
+    text_of = np.concatenate(parts_text).astype(_U64)
+    # Sets, not bags: sort (text, value) keys and drop repeats within a text.
+    keyed = np.sort((text_of << _U64(32)) | values)
+    if keyed.size > 1:
+        fresh = np.empty(keyed.size, dtype=bool)
+        fresh[0] = True
+        np.not_equal(keyed[1:], keyed[:-1], out=fresh[1:])
+        keyed = keyed[fresh]
+    out_offsets = np.zeros(n_texts + 1, dtype=np.int64)
+    np.cumsum(np.bincount((keyed >> _U64(32)).astype(np.int64), minlength=n_texts), out=out_offsets[1:])
+    return (keyed & _U64(0xFFFFFFFF)).astype(np.uint32), out_offsets
+
+
+def shingle_texts(texts: Sequence[str], unit: str, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Normalised texts -> (uint32 distinct shingle values, offsets)."""
+    cps, offsets = codepoints(texts)
+    units, unit_offsets = (word_units if unit == "word" else char_units)(cps, offsets)
+    return shingle_hashes(units, unit_offsets, k, seed)
+
+
+def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """MinHash coefficients (a odd, b) as uint32 arrays, from the seed alone."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    a = rng.integers(0, 2**32, size=num_perm, dtype=np.uint64).astype(np.uint32) | np.uint32(1)
+    b = rng.integers(0, 2**32, size=num_perm, dtype=np.uint64).astype(np.uint32)
+    return a, b
+
+
+EMPTY_SLOT = np.uint32(0xFFFFFFFF)
+
+
+def minhash(values: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Signatures [n_texts, num_perm] (uint32) of the sets values[offsets[i]:offsets[i+1]].
+
+    One permutation at a time over the whole (cache-sized) batch: multiply and
+    add wrap modulo 2**32 in place, then a segmented minimum. Texts with no
+    values get EMPTY_SLOT everywhere (callers keep empty texts out).
+    """
+    n_texts = offsets.size - 1
+    sig = np.full((a.size, n_texts), EMPTY_SLOT, dtype=np.uint32)
+    sizes = np.diff(offsets)
+    nonempty = sizes > 0
+    if not nonempty.any():
+        return sig.T.copy()
+    starts = offsets[:-1][nonempty]
+    x = np.ascontiguousarray(values, dtype=np.uint32)
+    buf = np.empty_like(x)
+    for i in range(a.size):
+        np.multiply(x, a[i], out=buf)
+        np.add(buf, b[i], out=buf)
+        sig[i, nonempty] = np.minimum.reduceat(buf, starts)
+    return sig.T.copy()
+
+
+def split_sets(values: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
+    """Per-text views of a flat value array."""
+    return np.split(values, offsets[1:-1])

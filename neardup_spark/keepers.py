@@ -1,0 +1,71 @@
+"""Stage 10, keepers: every document -> (doc_id, cluster_id, is_keeper, keeper_id, status).
+
+The keeper of a cluster is the first document under the configured rules,
+applied in order, with the smallest doc_id as the final tie-break:
+
+* `earliest`: smallest `keeper.time_col` (nulls last);
+* `source_priority`: first source in `keeper.source_priority` (unlisted last);
+* `longest`: longest original text;
+* `smallest_id`: smallest doc_id.
+
+Every input document appears exactly once. Documents outside any edge are
+clusters of one (`unique`); empty texts keep their own cluster (`empty`).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from . import columns as C
+from .config import Config, KeeperConfig
+
+TEXT_LEN = "text_len"
+
+
+def rule_keys(keeper: KeeperConfig) -> list[Column]:
+    """Sort keys (ascending) for the configured rules; doc_id always last."""
+    keys: list[Column] = []
+    for rule in keeper.rules:
+        if rule == "earliest":
+            t = F.col(keeper.time_col)
+            keys += [t.isNull(), t]
+        elif rule == "source_priority":
+            rank = F.array_position(F.array(*[F.lit(s) for s in keeper.source_priority]), F.col(keeper.source_col))
+            keys.append(F.when(rank > 0, rank).otherwise(F.lit(len(keeper.source_priority) + 1)))
+        elif rule == "longest":
+            keys.append(-F.col(TEXT_LEN))
+        # smallest_id is the final key anyway
+    return keys + [F.col(C.DOC_ID)]
+
+
+def choose_keepers(docs: DataFrame, cfg: Config, components: DataFrame) -> DataFrame:
+    """docs(doc_id, is_empty, exact_hash, text_len, keeper columns) + components(doc_id, cluster_id)
+    -> clusters(doc_id, cluster_id, is_keeper, keeper_id, status)."""
+    keys = rule_keys(cfg.keeper)
+    ranked = docs.join(components, C.DOC_ID, "left").select(
+        C.DOC_ID,
+        C.IS_EMPTY,
+        C.EXACT_HASH,
+        F.coalesce(F.col(C.CLUSTER_ID), F.col(C.DOC_ID)).alias(C.CLUSTER_ID),
+        F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h")).alias("rank"),
+    )
+    best = ranked.groupBy(C.CLUSTER_ID).agg(
+        F.min("rank").alias("best"),
+        F.count(F.lit(1)).alias("size"),
+    )
+    keeper_id = F.col(f"best.k{len(keys) - 1}")
+    status = (
+        F.when(F.col(C.IS_EMPTY), F.lit(C.EMPTY))
+        .when((F.col(C.DOC_ID) == keeper_id) & (F.col("size") == 1), F.lit(C.UNIQUE))
+        .when(F.col(C.DOC_ID) == keeper_id, F.lit(C.KEEPER))
+        .when(F.col(C.EXACT_HASH) == F.col("best.h"), F.lit(C.EXACT_DUPLICATE))
+        .otherwise(F.lit(C.DUPLICATE))
+    )
+    return ranked.join(best, C.CLUSTER_ID).select(
+        C.DOC_ID,
+        C.CLUSTER_ID,
+        (F.col(C.DOC_ID) == keeper_id).alias(C.IS_KEEPER),
+        keeper_id.alias(C.KEEPER_ID),
+        status.alias(C.STATUS),
+    )

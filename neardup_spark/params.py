@@ -1,0 +1,206 @@
+"""LSH parameter maths: S-curves and the choice of (bands, rows). Pure Python.
+
+A pair with Jaccard s shares at least one of b bands of r rows with
+probability 1 - (1 - s**r)**b, an S-curve whose 50% point is S* = (1/b)**(1/r).
+Banding is a soft threshold, so the bend must sit *below* the verification
+threshold T: a pair at T should become a candidate almost surely, while pairs
+far below T (at `far_fraction * T`) should rarely do, since each of them is
+verification work that grows with the archive.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+TARGET_CATCH = 0.9  # below this at T, we tell the user to raise num_perm
+
+
+def candidate_probability(s: float, bands: int, rows: int) -> float:
+    """P(a pair with Jaccard `s` shares at least one band)."""
+    if not 0.0 <= s <= 1.0:
+        raise ValueError(f"jaccard must be in [0, 1], got {s}")
+    return 1.0 - (1.0 - s**rows) ** bands
+
+
+def s_star(bands: int, rows: int) -> float:
+    """The Jaccard at which a pair becomes a candidate with probability 1/2."""
+    return (1.0 / bands) ** (1.0 / rows)
+
+
+def s_curve(bands: int, rows: int, step: float = 0.05) -> list[tuple[float, float]]:
+    """[(jaccard, P(candidate))] on a grid from 0 to 1."""
+    n = int(round(1.0 / step))
+    return [(round(i * step, 10), candidate_probability(i * step, bands, rows)) for i in range(n + 1)]
+
+
+@dataclass(frozen=True)
+class LshParams:
+    bands: int
+    rows: int
+    num_perm: int
+    threshold: float
+    chosen: bool  # True when derived from the threshold, False when pinned
+    far_jaccard: float
+
+    @property
+    def s_star(self) -> float:
+        return s_star(self.bands, self.rows)
+
+    @property
+    def p_at_threshold(self) -> float:
+        return candidate_probability(self.threshold, self.bands, self.rows)
+
+    @property
+    def p_at_far(self) -> float:
+        return candidate_probability(self.far_jaccard, self.bands, self.rows)
+
+    def as_dict(self) -> dict:
+        return {
+            "bands": self.bands,
+            "rows": self.rows,
+            "num_perm": self.num_perm,
+            "used_perm": self.bands * self.rows,
+            "threshold": self.threshold,
+            "chosen_from_threshold": self.chosen,
+            "s_star": round(self.s_star, 4),
+            "p_candidate_at_threshold": round(self.p_at_threshold, 6),
+            "far_jaccard": round(self.far_jaccard, 4),
+            "p_candidate_at_far_jaccard": round(self.p_at_far, 6),
+        }
+
+
+def choose_bands_rows(
+    threshold: float,
+    num_perm: int,
+    far_fraction: float = 1.0 / 3.0,
+    max_far_probability: float = 0.05,
+) -> tuple[int, int]:
+    """The (b, r) with b*r <= num_perm that best catches pairs at `threshold`.
+
+    Among all (b, r) whose candidate probability at ``far_fraction * threshold``
+    stays at or below ``max_far_probability``, take the one with the highest
+    probability at the threshold; ties go to the lower far probability, then to
+    fewer permutations used. If no (b, r) meets the far bound (tiny num_perm),
+    the one with the lowest far probability is returned.
+
+    Seed figures: T=0.3, P=128 gives b=42, r=3; T=0.8, P=128 gives b=25, r=5,
+    not the b=9, r=13 whose bend sits above 0.8.
+    """
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    if num_perm < 1:
+        raise ValueError(f"num_perm must be >= 1, got {num_perm}")
+    far = far_fraction * threshold
+    best_key, best = None, None
+    fallback_key, fallback = None, None
+    for rows in range(1, num_perm + 1):
+        for bands in range(1, num_perm // rows + 1):
+            p_far = candidate_probability(far, bands, rows)
+            p_t = candidate_probability(threshold, bands, rows)
+            fb_key = (p_far, -p_t, bands * rows)
+            if fallback_key is None or fb_key < fallback_key:
+                fallback_key, fallback = fb_key, (bands, rows)
+            if p_far > max_far_probability:
+                break  # p_far only grows with more bands
+            # Round so float noise does not pick a larger b*r for no real gain.
+            key = (-round(p_t, 9), round(p_far, 9), bands * rows)
+            if best_key is None or key < best_key:
+                best_key, best = key, (bands, rows)
+    return best if best is not None else fallback
+
+
+def resolve(
+    threshold: float,
+    num_perm: int,
+    bands: int = 0,
+    rows: int = 0,
+    far_fraction: float = 1.0 / 3.0,
+    max_far_probability: float = 0.05,
+) -> LshParams:
+    """Pinned (bands, rows) when given, else the choice of `choose_bands_rows`."""
+    chosen = bands == 0 and rows == 0
+    if chosen:
+        bands, rows = choose_bands_rows(threshold, num_perm, far_fraction, max_far_probability)
+    elif bands * rows > num_perm or bands < 1 or rows < 1:
+        raise ValueError(f"bands*rows must be in [1, num_perm={num_perm}]; got bands={bands}, rows={rows}")
+    return LshParams(bands, rows, num_perm, threshold, chosen, far_fraction * threshold)
+
+
+def perm_needed(
+    threshold: float,
+    target: float = TARGET_CATCH,
+    far_fraction: float = 1.0 / 3.0,
+    max_far_probability: float = 0.05,
+    limit: int = 4096,
+) -> int | None:
+    """Smallest num_perm (multiple of 8) whose automatic choice catches pairs at
+    `threshold` with probability >= target; None if none up to `limit`."""
+    for p in range(8, limit + 1, 8):
+        b, r = choose_bands_rows(threshold, p, far_fraction, max_far_probability)
+        if candidate_probability(threshold, b, r) >= target:
+            return p
+    return None
+
+
+def advice(params: LshParams, far_fraction: float, max_far_probability: float) -> list[str]:
+    """Human warnings about a parameter set: weak catch rate, bend above T."""
+    notes = []
+    if params.p_at_threshold < TARGET_CATCH:
+        need = perm_needed(params.threshold, TARGET_CATCH, far_fraction, max_far_probability)
+        more = (
+            f"num_perm={need} would reach {TARGET_CATCH:.0%} with the far-pair bound kept"
+            if need
+            else "no num_perm up to 4096 does with the far-pair bound kept; loosen lsh.max_far_probability"
+        )
+        notes.append(
+            f"pairs at exactly the threshold {params.threshold:g} become candidates with probability "
+            f"{params.p_at_threshold:.3f} (< {TARGET_CATCH:.0%}); {more}. "
+            "Pairs well above the threshold are still caught (see the S-curve)."
+        )
+    if params.s_star > params.threshold:
+        notes.append(
+            f"the S-curve bend S*={params.s_star:.3f} is above the threshold {params.threshold:g}: "
+            "many true pairs just above the threshold will be missed"
+        )
+    return notes
+
+
+def format_report(params: LshParams, far_fraction: float, max_far_probability: float, step: float = 0.05) -> str:
+    """The text `neardup params` prints: the choice, its figures, the S-curve."""
+    lines = [
+        f"threshold        {params.threshold:g}",
+        f"num_perm         {params.num_perm} ({params.bands * params.rows} used)",
+        f"bands x rows     {params.bands} x {params.rows}" + ("  (chosen)" if params.chosen else "  (pinned)"),
+        f"S* (50% point)   {params.s_star:.4f}",
+        f"P(candidate) at threshold {params.threshold:g}: {params.p_at_threshold:.4f}",
+        f"P(candidate) at far Jaccard {params.far_jaccard:.3g}: {params.p_at_far:.4f}",
+    ]
+    for note in advice(params, far_fraction, max_far_probability):
+        lines.append(f"warning: {note}")
+    lines.append("")
+    lines.append("jaccard  P(candidate)")
+    for s, p in s_curve(params.bands, params.rows, step):
+        mark = "  <- threshold" if abs(s - params.threshold) < step / 2 else ""
+        lines.append(f"{s:7.2f}  {p:12.4f}  {'#' * int(round(p * 40))}{mark}")
+    return "\n".join(lines)
+
+
+def expected_recall(jaccards, bands: int, rows: int) -> float:
+    """Mean candidate probability over a list of true-pair Jaccards (an S-curve oracle)."""
+    values = list(jaccards)
+    if not values:
+        return 1.0
+    return math.fsum(candidate_probability(j, bands, rows) for j in values) / len(values)
+
+
+def lsh_params(cfg) -> LshParams:
+    """The LSH parameters a validated Config asks for."""
+    return resolve(
+        cfg.verify.threshold,
+        cfg.minhash.num_perm,
+        cfg.lsh.bands,
+        cfg.lsh.rows,
+        cfg.lsh.far_fraction,
+        cfg.lsh.max_far_probability,
+    )

@@ -1,0 +1,174 @@
+"""The stages chained: documents in, verified clusters and keepers out.
+
+`deduplicate(raw, cfg)` is the library call (a notebook passes a DataFrame);
+`run(spark, cfg)` reads `[input]`, deduplicates and writes `[output]`; the
+CLI and the spark-submit job call `run`. Each stage boundary is materialised
+once (persist + one count) because later stages read it more than once; that
+count is also the report's figure and the boundary is where wall time is
+measured, so no action runs just to log.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from . import __version__
+from . import columns as C
+from .banding import band_keys
+from .candidates import candidate_pairs
+from .components import connected_components
+from .config import Config, require_io_paths, to_dict
+from .exact import exact_edges, exact_pass, representatives
+from .keepers import TEXT_LEN, choose_keepers
+from .minhash import signatures
+from .normalise import normalise
+from .params import advice, lsh_params
+from .read import check_documents, documents, drop_bookkeeping, read_input
+from .shingles import shingle
+from .verify import verify
+from .write import keeper_rows, write_report, write_tables
+
+PAIR_COLUMNS = (C.DOC_A, C.DOC_B, C.JACCARD, C.CONTAINMENT_A, C.CONTAINMENT_B)
+CLUSTER_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
+
+
+@dataclass
+class DedupResult:
+    """What a run produced. DataFrames are persisted; call `unpersist()` when done."""
+
+    clusters: DataFrame  # doc_id, cluster_id, is_keeper, keeper_id, status
+    pairs: DataFrame  # doc_a, doc_b, jaccard, containment_a, containment_b
+    deduplicated: DataFrame  # the keepers' original rows
+    report: dict
+    _cached: list[DataFrame] = field(default_factory=list, repr=False)
+
+    def unpersist(self) -> None:
+        for df in self._cached:
+            df.unpersist()
+        self._cached.clear()
+
+
+class _Stages:
+    """Wall time per stage and the persisted frames to release later."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self.cached: list[DataFrame] = []
+
+    @contextmanager
+    def stage(self, name: str):
+        start = time.perf_counter()
+        yield
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 3)
+
+    def keep(self, df: DataFrame) -> DataFrame:
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self.cached.append(df)
+        return df
+
+
+def _keeper_inputs(cfg: Config) -> list[str]:
+    cols = []
+    if "earliest" in cfg.keeper.rules:
+        cols.append(cfg.keeper.time_col)
+    if "source_priority" in cfg.keeper.rules:
+        cols.append(cfg.keeper.source_col)
+    return cols
+
+
+def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
+    """Find near-duplicates in `raw` (with the columns cfg.input names) and pick keepers.
+
+    Raises InputError before heavy work for missing columns, wrong types,
+    malformed JSON, null or duplicate ids.
+    """
+    lsh = lsh_params(cfg)
+    st = _Stages()
+    counts: dict[str, int] = {}
+
+    with st.stage("read"):
+        docs = documents(raw, cfg)
+        counts["documents"] = check_documents(docs)
+        docs = drop_bookkeeping(docs)
+
+    with st.stage("normalise_exact"):
+        slim = docs.select(C.DOC_ID, C.TEXT, F.length(C.TEXT).alias(TEXT_LEN), *_keeper_inputs(cfg))
+        table = st.keep(slim.transform(normalise, cfg).transform(exact_pass, cfg))
+        row = table.agg(
+            F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty"),
+            F.sum((~F.col(C.IS_EMPTY) & (F.col(C.DOC_ID) != F.col(C.EXACT_REP))).cast("long")).alias("copies"),
+        ).first()
+        counts["empty"] = int(row["empty"] or 0)
+        counts["exact_duplicates"] = int(row["copies"] or 0)
+
+    with st.stage("shingle_minhash"):
+        signed = st.keep(
+            representatives(table)
+            .transform(shingle, cfg)
+            .transform(signatures, cfg)
+            .select(C.DOC_ID, C.SHINGLES, C.SIGNATURE)
+        )
+        counts["signed_documents"] = signed.count()
+        index = st.keep(table.drop(C.NORM, C.TEXT))
+        index.count()
+        table.unpersist()  # the texts are no longer needed
+
+    with st.stage("band_candidates"):
+        cands = st.keep(signed.transform(band_keys, cfg, lsh).transform(candidate_pairs, cfg))
+        counts["candidate_pairs"] = cands.count()
+
+    with st.stage("verify"):
+        near = verify(cands, cfg, signed)
+        pairs = st.keep(near.unionByName(exact_edges(index)))
+        counts["verified_pairs"] = pairs.where(F.col(C.MATCH) == C.MATCH_NEAR).count()
+
+    with st.stage("components"):
+        comps = st.keep(connected_components(pairs, cfg))
+        comps.count()
+
+    with st.stage("keepers"):
+        clusters = st.keep(choose_keepers(index, cfg, comps).select(*CLUSTER_COLUMNS))
+        row = clusters.agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum(F.col(C.IS_KEEPER).cast("long")).alias("keepers"),
+            F.countDistinct(F.when(F.col(C.STATUS).isin(C.KEEPER), F.col(C.CLUSTER_ID))).alias("dup_clusters"),
+        ).first()
+        counts["clusters"] = int(row["keepers"])
+        counts["clusters_with_duplicates"] = int(row["dup_clusters"])
+        counts["removed"] = int(row["n"]) - int(row["keepers"])
+        if int(row["n"]) != counts["documents"]:  # pragma: no cover - an invariant, not an input error
+            raise AssertionError(f"{row['n']} cluster rows for {counts['documents']} documents")
+
+    report = {
+        "neardup_spark_version": __version__,
+        "spark_version": raw.sparkSession.version,
+        "lsh": lsh.as_dict(),
+        "advice": advice(lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability),
+        "counts": counts,
+        "stage_seconds": st.seconds,
+        "config": to_dict(cfg),
+    }
+    dedup = keeper_rows(raw, cfg, clusters)
+    return DedupResult(clusters, pairs.select(*PAIR_COLUMNS), dedup, report, st.cached)
+
+
+def run(spark: SparkSession, cfg: Config) -> dict:
+    """Read cfg.input, deduplicate, write cfg.output; returns the report."""
+    require_io_paths(cfg)
+    start = time.perf_counter()
+    raw = read_input(spark, cfg)
+    result = deduplicate(raw, cfg)
+    write_start = time.perf_counter()
+    write_tables(result, cfg)
+    result.report["stage_seconds"]["write"] = round(time.perf_counter() - write_start, 3)
+    result.report["wall_seconds"] = round(time.perf_counter() - start, 3)
+    result.report["output"] = cfg.output.path
+    write_report(result.report, cfg.output.path, spark)
+    result.unpersist()
+    return result.report

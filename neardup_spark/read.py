@@ -1,0 +1,115 @@
+"""Stage 1, read: input files or a table -> documents (doc_id, text, metadata...).
+
+`read_input` opens what `[input]` names; `documents` renames the user's id and
+text columns to the pipeline's own and checks the schema; `check_documents`
+is the one cheap action that runs before any heavy work, so null or
+duplicate ids and malformed JSON lines stop the run with a one-line error.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from . import columns as C
+from .config import Config
+from .errors import InputError
+
+CORRUPT = "_corrupt_record"
+_INT_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+
+
+def read_input(spark: SparkSession, cfg: Config) -> DataFrame:
+    """The raw input DataFrame named by cfg.input (nothing is computed yet)."""
+    src = cfg.input
+    if not src.path:
+        raise InputError("no input given: set input.path (--input)")
+    try:
+        if src.format == "table":
+            return spark.table(src.path)
+        reader = spark.read
+        if src.format in ("jsonl", "json"):
+            # PERMISSIVE keeps malformed lines as rows with a corrupt-record
+            # column, which check_documents turns into an error, not a loss.
+            return reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).json(src.path)
+        if src.format == "delta":
+            return reader.format("delta").load(src.path)
+        return reader.parquet(src.path)
+    except Exception as exc:  # Spark raises several types for a bad path or format
+        raise InputError(f"cannot read {src.format} input {src.path!r}: {_first_line(exc)}") from None
+
+
+def documents(raw: DataFrame, cfg: Config) -> DataFrame:
+    """Select doc_id, text and metadata columns; check names and types.
+
+    Integer ids become long; string ids stay strings; other id types and
+    non-string text are errors. Metadata columns keep their names and values.
+    """
+    src = cfg.input
+    fields = {f.name: f.dataType for f in raw.schema.fields}
+    needed = [src.id_col, src.text_col, *src.metadata_cols]
+    needed += [c for c in _keeper_columns(cfg) if c not in needed]
+    missing = [c for c in needed if c not in fields]
+    if missing:
+        have = ", ".join(c for c in fields if c != CORRUPT)
+        raise InputError(f"input has no column(s) {', '.join(missing)}; it has: {have}")
+    clash = [c for c in needed[2:] if c in C.INTERNAL]
+    if clash:
+        raise InputError(f"metadata column name(s) {', '.join(clash)} clash with pipeline columns; rename them")
+    id_type = fields[src.id_col]
+    if isinstance(id_type, _INT_TYPES):
+        doc_id = F.col(src.id_col).cast("long")
+    elif isinstance(id_type, T.StringType):
+        doc_id = F.col(src.id_col)
+    else:
+        raise InputError(f"id column {src.id_col!r} must be an integer or string; it is {id_type.simpleString()}")
+    text_type = fields[src.text_col]
+    if not isinstance(text_type, T.StringType):
+        raise InputError(
+            f"text column {src.text_col!r} must be a string; it is {text_type.simpleString()} "
+            "(cast or decode it first)"
+        )
+    meta = [F.col(c) for c in needed[2:]]
+    cols = [doc_id.alias(C.DOC_ID), F.col(src.text_col).alias(C.TEXT), *meta]
+    if CORRUPT in fields:
+        cols.append(F.col(CORRUPT))
+    return raw.select(*cols)
+
+
+def check_documents(docs: DataFrame) -> int:
+    """Fail fast on malformed rows, null ids or duplicate ids; return the row count."""
+    has_corrupt = CORRUPT in docs.columns
+    aggs = [F.count(F.lit(1)).alias("n"), F.sum(F.col(C.DOC_ID).isNull().cast("long")).alias("null_ids")]
+    if has_corrupt:
+        aggs.append(F.sum(F.col(CORRUPT).isNotNull().cast("long")).alias("corrupt"))
+    row = docs.agg(*aggs).first()
+    if has_corrupt and row["corrupt"]:
+        example = docs.where(F.col(CORRUPT).isNotNull()).select(F.substring(CORRUPT, 1, 80)).first()[0]
+        raise InputError(f"{row['corrupt']} malformed JSON line(s) in the input, e.g. {example!r}")
+    if row["null_ids"]:
+        raise InputError(f"{row['null_ids']} document(s) have a null id; every document needs an id")
+    dups = docs.groupBy(C.DOC_ID).count().where(F.col("count") > 1).limit(3).collect()
+    if dups:
+        shown = ", ".join(f"{r[C.DOC_ID]!r} (x{r['count']})" for r in dups)
+        raise InputError(f"duplicate document ids, e.g. {shown}; ids must be unique")
+    return int(row["n"])
+
+
+def drop_bookkeeping(docs: DataFrame) -> DataFrame:
+    """Documents without the corrupt-record column once they are checked."""
+    return docs.drop(CORRUPT) if CORRUPT in docs.columns else docs
+
+
+def _keeper_columns(cfg: Config) -> list[str]:
+    cols = []
+    if "earliest" in cfg.keeper.rules:
+        cols.append(cfg.keeper.time_col)
+    if "source_priority" in cfg.keeper.rules:
+        cols.append(cfg.keeper.source_col)
+    return cols
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else exc.__class__.__name__

@@ -1,0 +1,65 @@
+"""Stage 11, write: clusters/, pairs/, deduplicated/ (Parquet) and report.json.
+
+`deduplicated/` holds the keepers' *original* input rows, every column as
+read, so downstream jobs see the data they gave us, minus the duplicates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from . import columns as C
+from .config import Config
+from .read import CORRUPT
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .pipeline import DedupResult
+
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+_KEEPER = "__neardup_keeper"
+
+
+def keeper_rows(raw: DataFrame, cfg: Config, clusters: DataFrame) -> DataFrame:
+    """The raw input rows whose id is a keeper's (all original columns)."""
+    keepers = clusters.where(F.col(C.IS_KEEPER)).select(F.col(C.DOC_ID).alias(_KEEPER))
+    raw_id = F.col(cfg.input.id_col)
+    if dict(clusters.dtypes)[C.DOC_ID] == "bigint":
+        raw_id = raw_id.cast("long")
+    cols = [c for c in raw.columns if c != CORRUPT]
+    return raw.join(keepers, raw_id == F.col(_KEEPER), "left_semi").select(*cols)
+
+
+def write_tables(result: "DedupResult", cfg: Config) -> None:
+    """Write the three Parquet tables under cfg.output.path."""
+    out = cfg.output.path.rstrip("/")
+    mode = cfg.output.mode
+    result.clusters.write.mode(mode).parquet(f"{out}/clusters")
+    result.pairs.write.mode(mode).parquet(f"{out}/pairs")
+    result.deduplicated.write.mode(mode).parquet(f"{out}/deduplicated")
+
+
+def is_local_path(path: str) -> bool:
+    return path.startswith("file:") or not _SCHEME.match(path) or bool(re.match(r"^[a-zA-Z]:[\\/]", path))
+
+
+def write_report(report: dict, out: str, spark: SparkSession) -> None:
+    """report.json beside the tables. Remote outputs (s3://, abfss://, dbfs:/...)
+    get it as a one-line JSON text file written by Spark under report/."""
+    text = json.dumps(report, indent=2, sort_keys=False, default=str)
+    if is_local_path(out):
+        local = out[len("file:") :] if out.startswith("file:") else out
+        local = re.sub(r"^//", "", local) if out.startswith("file://") else local
+        os.makedirs(local, exist_ok=True)
+        with open(os.path.join(local, "report.json"), "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+        return
+    line = json.dumps(report, default=str)
+    spark.createDataFrame([(line,)], "value string").coalesce(1).write.mode("overwrite").text(
+        f"{out.rstrip('/')}/report"
+    )
