@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from . import columns as C
@@ -38,36 +38,48 @@ def connected_components(edges: DataFrame, cfg: Config) -> DataFrame:
 def _large_star(edges: DataFrame) -> DataFrame:
     """Each node links its larger neighbours to the smallest of its closed neighbourhood."""
     both = edges.union(edges.select(F.col(DST).alias(SRC), F.col(SRC).alias(DST)))
-    low = both.groupBy(SRC).agg(F.least(F.min(DST), F.col(SRC)).alias("m"))
-    return both.join(low, SRC).where(F.col(DST) > F.col(SRC)).select(F.col(DST).alias(SRC), F.col("m").alias(DST))
+    low = F.least(F.min(DST).over(Window.partitionBy(SRC)), F.col(SRC))
+    return both.select(F.col(DST).alias(SRC), low.alias(DST), (F.col(DST) > F.col(SRC)).alias("up")).where("up").drop(
+        "up"
+    )
 
 
 def _small_star(edges: DataFrame) -> DataFrame:
     """Each node links itself and its smaller neighbours to the smallest of them."""
     down = edges.select(F.greatest(SRC, DST).alias(SRC), F.least(SRC, DST).alias(DST))
-    low = down.groupBy(SRC).agg(F.min(DST).alias("m"))
-    moved = down.join(low, SRC).select(F.col(DST).alias(SRC), F.col("m").alias(DST)).where(F.col(SRC) != F.col(DST))
-    return moved.union(low.select(F.col(SRC), F.col("m").alias(DST))).distinct()
+    low = F.min(DST).over(Window.partitionBy(SRC))
+    moved = down.select(F.col(SRC).alias("hi"), F.col(DST).alias("lo"), low.alias("m"))
+    pairs = F.explode(F.array(F.struct(F.col("lo").alias(SRC), F.col("m").alias(DST)), F.struct(F.col("hi").alias(SRC), F.col("m").alias(DST))))
+    out = moved.select(pairs.alias("e")).select("e.*")
+    return out.where(F.col(SRC) != F.col(DST)).distinct()
 
 
 def _is_star_forest(edges: DataFrame) -> bool:
-    """True when every edge is child -> root: no root is a child, no child has two parents."""
-    roles = edges.select(F.col(SRC).alias("node"), F.lit(1).alias("child"), F.col(DST).alias("parent")).union(
-        edges.select(F.col(DST).alias("node"), F.lit(0).alias("child"), F.lit(None).cast(edges.schema[DST].dataType))
+    """True when every edge is child -> root: no root is a child, no child has two parents.
+
+    Edges here always point from a larger to a smaller id (parent < child).
+    """
+    roles = edges.select(F.col(SRC).alias("node"), F.col(DST).alias("parent")).union(
+        edges.select(F.col(DST).alias("node"), F.lit(None).cast(edges.schema[DST].dataType).alias("parent"))
     )
     bad = (
         roles.groupBy("node")
-        .agg(F.max("child").alias("is_child"), F.min("child").alias("min_child"), F.countDistinct("parent").alias("k"))
-        .where((F.col("k") > 1) | ((F.col("is_child") == 1) & (F.col("min_child") == 0)))
+        .agg(
+            F.min("parent").alias("lo"),
+            F.max("parent").alias("hi"),
+            F.max(F.col("parent").isNull()).alias("is_parent"),
+        )
+        .where((F.col("lo") != F.col("hi")) | (F.col("lo").isNotNull() & F.col("is_parent")))
     )
     return bad.limit(1).count() == 0
 
 
 def _materialise(df: DataFrame, mode: str, checkpoint_now: bool) -> DataFrame:
+    """Cache this round's edges; every few rounds also cut the lineage."""
     if checkpoint_now and mode == "local":
-        return df.localCheckpoint(eager=True)
+        return df.localCheckpoint(eager=False)
     if checkpoint_now and mode == "reliable":
-        return df.checkpoint(eager=True)
+        return df.checkpoint(eager=False)
     return df.persist(StorageLevel.MEMORY_AND_DISK)
 
 
@@ -76,7 +88,7 @@ def _star_contraction(pairs: DataFrame, cfg: Config) -> DataFrame:
     for round_no in range(1, cfg.cluster.max_iterations + 1):
         nxt = _small_star(_large_star(edges))
         nxt = _materialise(nxt, cfg.cluster.checkpoint, round_no % cfg.cluster.checkpoint_interval == 0)
-        done = _is_star_forest(nxt)
+        done = _is_star_forest(nxt)  # the action that computes (and caches) this round
         edges.unpersist()
         edges = nxt
         if done:

@@ -48,7 +48,10 @@ def build_session(spark_cfg: SparkConfig, checkpoint_dir: str | None = None) -> 
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    if not spark.sparkContext.getCheckpointDir():
-        # GraphFrames and reliable checkpoints need one; local mode gets a temp dir.
-        spark.sparkContext.setCheckpointDir(checkpoint_dir or tempfile.mkdtemp(prefix="neardup-ckpt-"))
+    if checkpoint_dir:
+        spark.sparkContext.setCheckpointDir(checkpoint_dir)
+    elif master.startswith("local") and not spark.sparkContext.getCheckpointDir():
+        # GraphFrames and reliable checkpoints need one; on a cluster it must
+        # be shared storage, so only local mode gets a temporary directory.
+        spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="neardup-ckpt-"))
     return spark

@@ -1,0 +1,48 @@
+"""One Spark session per test run, created lazily, tuned for tiny data.
+
+Tests that need no JVM (config, params, hashing kernels, the corpus) never
+touch the `spark` fixture, so they run in milliseconds. Set
+NEARDUP_GRAPHFRAMES_JAR to a GraphFrames jar to enable the GraphFrames tests.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+GRAPHFRAMES_JAR = os.environ.get("NEARDUP_GRAPHFRAMES_JAR", "")
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    from neardup_spark.config import SparkConfig
+    from neardup_spark.session import build_session
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    conf = {
+        "spark.default.parallelism": "4",
+        "spark.sql.adaptive.enabled": "false",  # keep partition counts as the tests set them
+        "spark.driver.memory": "3g",
+        "spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("warehouse")),
+    }
+    if GRAPHFRAMES_JAR:
+        conf["spark.jars"] = GRAPHFRAMES_JAR
+    session = build_session(
+        SparkConfig(master="local[2]", app_name="neardup-tests", shuffle_partitions=4, conf=conf),
+        checkpoint_dir=str(tmp_path_factory.mktemp("checkpoints")),
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def has_graphframes(spark) -> bool:
+    if not GRAPHFRAMES_JAR:
+        return False
+    try:
+        import graphframes  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -1,0 +1,35 @@
+import pandas as pd
+import pytest
+
+from neardup_spark.config import NormaliseConfig
+from neardup_spark.normalise import normalise_series, normalise_text
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("Hello,  World!!", "hello world"),
+        ("  The_quick—brown\tfox\n\njumps. ", "the quick brown fox jumps"),
+        ("ＦＵＬＬ width ﬁle", "full width file"),  # NFKC
+        ("नमस्ते, दुनिया", "नमस्ते दुनिया"),  # combining vowel signs stay inside words
+        ("a\u00a0b\u200bc", "a b c"),  # no-break space, zero-width space
+        ("...!!!", ""),
+        ("", ""),
+        ("$5 + 3% = ok", "5 3 ok"),
+    ],
+)
+def test_normalise_text(text, want):
+    assert normalise_text(text) == want
+
+
+def test_null_stays_null_and_options_apply():
+    out = normalise_series(pd.Series(["A, B", None]), NormaliseConfig())
+    assert out.tolist() == ["a b", None]
+    keep = NormaliseConfig(nfkc=False, lowercase=False, punctuation=False)
+    assert normalise_text("A,  B\n c", keep) == "A, B c"
+
+
+def test_whitespace_and_case_copies_normalise_identically():
+    a = "One wire story,\narrives  from SIX sites."
+    b = "one wire story, arrives from six sites."
+    assert normalise_text(a) == normalise_text(b)

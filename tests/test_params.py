@@ -1,0 +1,77 @@
+import math
+
+import pytest
+
+from neardup_spark import params as P
+
+
+def test_seed_figure_threshold_03():
+    assert P.choose_bands_rows(0.3, 128) == (42, 3)
+    lsh = P.resolve(0.3, 128)
+    assert lsh.s_star == pytest.approx(0.2877, abs=1e-3)
+
+
+def test_threshold_08_bends_below_the_threshold():
+    b, r = P.choose_bands_rows(0.8, 128)
+    assert (b, r) != (9, 13)
+    assert P.s_star(b, r) < 0.8
+    assert P.candidate_probability(0.8, b, r) >= 0.99
+    # The choice a common library makes catches pairs at 0.8 only ~40% of the time.
+    assert P.candidate_probability(0.8, 9, 13) < 0.5
+
+
+@pytest.mark.parametrize("t", [0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0])
+@pytest.mark.parametrize("perm", [16, 64, 128, 256])
+def test_choice_respects_the_budget_and_the_far_bound(t, perm):
+    b, r = P.choose_bands_rows(t, perm)
+    assert b * r <= perm
+    assert P.candidate_probability(t / 3, b, r) <= 0.05 + 1e-12
+    # No other admissible (b, r) catches pairs at t more often.
+    best = P.candidate_probability(t, b, r)
+    for rows in range(1, perm + 1):
+        for bands in range(1, perm // rows + 1):
+            if P.candidate_probability(t / 3, bands, rows) <= 0.05:
+                assert P.candidate_probability(t, bands, rows) <= best + 1e-9
+
+
+def test_s_curve_is_monotone_and_crosses_half_at_s_star():
+    curve = P.s_curve(42, 3, step=0.01)
+    probs = [p for _, p in curve]
+    assert probs == sorted(probs) and probs[0] == 0.0 and probs[-1] == 1.0
+    assert P.candidate_probability(P.s_star(42, 3), 42, 3) == pytest.approx(1 - (1 - 1 / 42) ** 42, abs=1e-12)
+    assert 0.5 < P.candidate_probability(P.s_star(42, 3), 42, 3) < 0.65
+
+
+def test_pinned_bands_rows_are_kept_and_checked():
+    lsh = P.resolve(0.3, 128, bands=9, rows=13)
+    assert (lsh.bands, lsh.rows, lsh.chosen) == (9, 13, False)
+    with pytest.raises(ValueError):
+        P.resolve(0.3, 128, bands=20, rows=8)
+
+
+def test_advice_says_when_num_perm_is_too_small_and_what_would_do():
+    lsh = P.resolve(0.3, 128)
+    notes = P.advice(lsh, 1 / 3, 0.05)
+    assert lsh.p_at_threshold < 0.9 and notes
+    need = P.perm_needed(0.3)
+    assert need is not None and str(need) in notes[0]
+    b, r = P.choose_bands_rows(0.3, need)
+    assert P.candidate_probability(0.3, b, r) >= 0.9
+    assert not P.advice(P.resolve(0.8, 128), 1 / 3, 0.05)
+
+
+def test_pinned_bend_above_threshold_is_flagged():
+    notes = P.advice(P.resolve(0.8, 128, bands=9, rows=13), 1 / 3, 0.05)
+    assert any("above the threshold" in n for n in notes)
+
+
+def test_report_prints_the_choice_and_the_curve():
+    text = P.format_report(P.resolve(0.3, 128), 1 / 3, 0.05)
+    assert "42 x 3" in text and "<- threshold" in text and "warning:" in text
+    assert len([l for l in text.splitlines() if l.strip().startswith(("0.", "1."))]) >= 21
+
+
+def test_expected_recall_oracle():
+    assert P.expected_recall([1.0, 1.0], 42, 3) == 1.0
+    assert P.expected_recall([0.3], 42, 3) == pytest.approx(1 - (1 - 0.027) ** 42)
+    assert math.isclose(P.expected_recall([], 42, 3), 1.0)
