@@ -131,8 +131,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .pipeline import run
     from .session import build_session
 
+    from pyspark.sql import SparkSession
+
+    existing = SparkSession.getActiveSession()
     spark = build_session(cfg.spark)
-    report = run(spark, cfg)
+    try:
+        report = run(spark, cfg)
+    finally:
+        if existing is None:  # ours to stop; a notebook's or test's session is not
+            spark.stop()
     if args.quiet:
         print(cfg.output.path)
     else:

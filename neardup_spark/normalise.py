@@ -14,7 +14,8 @@ import sys
 import unicodedata
 
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 
 from . import columns as C
@@ -68,4 +69,14 @@ def normalise(docs: DataFrame, cfg: Config) -> DataFrame:
     def _normalise(texts: pd.Series) -> pd.Series:
         return normalise_series(texts, opts)
 
-    return docs.withColumn(C.NORM, _normalise(docs[C.TEXT]))
+    return docs.withColumn(C.NORM, _normalise(valid_utf8(docs[C.TEXT])))
+
+
+def valid_utf8(text: Column) -> Column:
+    """The same text with invalid UTF-8 bytes as U+FFFD.
+
+    Spark strings may hold bytes that are not UTF-8 (from Parquet, casts,
+    binary data); Arrow refuses them and the task would die. A round trip
+    through a Java String replaces them, on Spark 3.5 and 4.x alike.
+    """
+    return F.decode(F.encode(text, "UTF-8"), "UTF-8")

@@ -32,7 +32,7 @@ from .params import advice, lsh_params
 from .read import check_documents, documents, drop_bookkeeping, read_input
 from .shingles import shingle
 from .verify import verify
-from .write import keeper_rows, write_report, write_tables
+from .write import check_output_free, keeper_rows, write_report, write_tables
 
 PAIR_COLUMNS = (C.DOC_A, C.DOC_B, C.JACCARD, C.CONTAINMENT_A, C.CONTAINMENT_B)
 CLUSTER_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
@@ -161,6 +161,7 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
 def run(spark: SparkSession, cfg: Config) -> dict:
     """Read cfg.input, deduplicate, write cfg.output; returns the report."""
     require_io_paths(cfg)
+    check_output_free(cfg)
     start = time.perf_counter()
     raw = read_input(spark, cfg)
     result = deduplicate(raw, cfg)

@@ -32,12 +32,31 @@ def read_input(spark: SparkSession, cfg: Config) -> DataFrame:
         if src.format in ("jsonl", "json"):
             # PERMISSIVE keeps malformed lines as rows with a corrupt-record
             # column, which check_documents turns into an error, not a loss.
-            return reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).json(src.path)
+            raw = reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).json(src.path)
+            return _reparse_corrupt_lines(raw)
         if src.format == "delta":
             return reader.format("delta").load(src.path)
         return reader.parquet(src.path)
     except Exception as exc:  # Spark raises several types for a bad path or format
         raise InputError(f"cannot read {src.format} input {src.path!r}: {_first_line(exc)}") from None
+
+
+def _reparse_corrupt_lines(raw: DataFrame) -> DataFrame:
+    """Give lines Spark's JSON reader rejected a second chance.
+
+    The reader rejects a whole line for bytes that are not UTF-8, but its
+    corrupt-record copy of the line is already decoded (bad bytes become
+    U+FFFD), so parsing that copy recovers the document. Lines that are still
+    not JSON keep their corrupt-record value and fail `check_documents`.
+    """
+    if CORRUPT not in raw.columns:
+        return raw
+    fields = [f for f in raw.schema.fields if f.name != CORRUPT]
+    schema = T.StructType([*fields, T.StructField(CORRUPT, T.StringType())])
+    again = F.from_json(F.col(CORRUPT), schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
+    bad = F.col(CORRUPT).isNotNull()
+    cols = [F.when(bad, again[f.name]).otherwise(F.col(f.name)).alias(f.name) for f in fields]
+    return raw.select(*cols, F.when(bad, again[CORRUPT]).alias(CORRUPT))
 
 
 def documents(raw: DataFrame, cfg: Config) -> DataFrame:

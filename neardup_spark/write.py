@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from . import columns as C
 from .config import Config
+from .errors import NeardupError
 from .read import CORRUPT
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,6 +34,21 @@ def keeper_rows(raw: DataFrame, cfg: Config, clusters: DataFrame) -> DataFrame:
         raw_id = raw_id.cast("long")
     cols = [c for c in raw.columns if c != CORRUPT]
     return raw.join(keepers, raw_id == F.col(_KEEPER), "left_semi").select(*cols)
+
+
+def check_output_free(cfg: Config) -> None:
+    """Refuse, before any work, to write over an existing local output (unless overwrite)."""
+    out = cfg.output.path
+    if cfg.output.mode == "errorifexists" and is_local_path(out):
+        local = _local(out)
+        if os.path.exists(local) and (not os.path.isdir(local) or os.listdir(local)):
+            raise NeardupError(f"output {out!r} already exists; pass --overwrite (output.mode = 'overwrite') to replace it")
+
+
+def _local(path: str) -> str:
+    if path.startswith("file://"):
+        return path[len("file://") :]
+    return path[len("file:") :] if path.startswith("file:") else path
 
 
 def write_tables(result: "DedupResult", cfg: Config) -> None:
@@ -53,8 +69,7 @@ def write_report(report: dict, out: str, spark: SparkSession) -> None:
     get it as a one-line JSON text file written by Spark under report/."""
     text = json.dumps(report, indent=2, sort_keys=False, default=str)
     if is_local_path(out):
-        local = out[len("file:") :] if out.startswith("file:") else out
-        local = re.sub(r"^//", "", local) if out.startswith("file://") else local
+        local = _local(out)
         os.makedirs(local, exist_ok=True)
         with open(os.path.join(local, "report.json"), "w", encoding="utf-8") as fh:
             fh.write(text + "\n")

@@ -1,0 +1,89 @@
+"""Brute-force references the pipeline is checked against (plain Python)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from neardup_spark.normalise import normalise_text
+
+
+def word_shingles(norm: str, k: int) -> frozenset:
+    words = norm.split()
+    if not words:
+        return frozenset()
+    if len(words) < k:
+        return frozenset([tuple(words)])
+    return frozenset(tuple(words[i : i + k]) for i in range(len(words) - k + 1))
+
+
+def exact_groups(rows, id_col="id", text_col="text"):
+    """{doc id: representative id (smallest id with the same normalised text)}; empty texts map to None."""
+    by_text = defaultdict(list)
+    rep = {}
+    for r in rows:
+        norm = normalise_text(r[text_col]) if r[text_col] is not None else ""
+        if norm:
+            by_text[norm].append(r[id_col])
+        else:
+            rep[r[id_col]] = None
+    for ids in by_text.values():
+        for i in ids:
+            rep[i] = min(ids)
+    return rep
+
+
+def jaccard_pairs(rows, threshold, k=5, id_col="id", text_col="text"):
+    """{(a, b): (jaccard, containment_a, containment_b)} over exact-pass representatives, a < b,
+    for every pair with exact Jaccard >= threshold (inverted index, no all-pairs loop)."""
+    rep = exact_groups(rows, id_col, text_col)
+    sets = {}
+    for r in rows:
+        i = r[id_col]
+        if rep[i] == i:
+            sets[i] = word_shingles(normalise_text(r[text_col]), k)
+    postings = defaultdict(list)
+    for i, s in sets.items():
+        for sh in s:
+            postings[sh].append(i)
+    inter = Counter()
+    for ids in postings.values():
+        ids.sort()
+        for x in range(len(ids)):
+            for y in range(x + 1, len(ids)):
+                inter[(ids[x], ids[y])] += 1
+    out = {}
+    for (a, b), n in inter.items():
+        j = n / (len(sets[a]) + len(sets[b]) - n)
+        if j >= threshold:
+            out[(a, b)] = (j, n / len(sets[a]), n / len(sets[b]))
+    return out
+
+
+def union_find_clusters(ids, edges):
+    """{id: smallest id of its connected component}."""
+    parent = {i: i for i in ids}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return {i: find(i) for i in ids}
+
+
+def cluster_pairs(labels: dict) -> set:
+    groups = defaultdict(list)
+    for i, c in labels.items():
+        groups[c].append(i)
+    pairs = set()
+    for members in groups.values():
+        members.sort()
+        for x in range(len(members)):
+            for y in range(x + 1, len(members)):
+                pairs.add((members[x], members[y]))
+    return pairs

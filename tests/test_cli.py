@@ -1,0 +1,125 @@
+"""The `neardup` entry point in-process, and the spark-submit job on a local cluster."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from neardup_spark import cli, corpus
+
+from . import oracles
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = str(cli.SAMPLE)
+COMMON = ["--format", "jsonl", "--shuffle-partitions", "4", "--quiet"]
+
+
+def test_run_on_the_bundled_sample(spark, tmp_path, capsys):
+    out = tmp_path / "out"
+    rc = cli.main(["run", "--input", SAMPLE, "--output", str(out), "--metadata-cols", "source,published_at",
+                   "--keeper-rules", "earliest", *COMMON])
+    assert rc == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    clusters = pd.read_parquet(out / "clusters")
+    pairs = pd.read_parquet(out / "pairs")
+    dedup = pd.read_parquet(out / "deduplicated")
+    report = json.loads((out / "report.json").read_text())
+    assert list(clusters.columns) == ["doc_id", "cluster_id", "is_keeper", "keeper_id", "status"]
+    assert list(pairs.columns) == ["doc_a", "doc_b", "jaccard", "containment_a", "containment_b"]
+    rows = pd.read_json(SAMPLE, lines=True)
+    assert sorted(clusters.doc_id) == sorted(rows.id)
+    assert sorted(dedup.id) == sorted(clusters.doc_id[clusters.is_keeper])
+    assert set(dedup.columns) == set(rows.columns)
+    assert report["counts"]["documents"] == len(rows)
+    assert report["counts"]["removed"] == int((~clusters.is_keeper).sum())
+    assert {"lsh", "counts", "stage_seconds", "wall_seconds", "config"} <= set(report)
+    # The earliest copy of each story is its keeper.
+    merged = clusters.merge(rows[["id", "published_at"]], left_on="doc_id", right_on="id")
+    earliest = merged.sort_values(["published_at", "doc_id"]).groupby("cluster_id").doc_id.first()
+    assert (merged.groupby("cluster_id").keeper_id.first() == earliest).all()
+    labels = dict(zip(clusters.doc_id, clusters.cluster_id))
+    truth = corpus.label_pairs(rows.to_dict("records"))
+    assert oracles.cluster_pairs(labels) == truth
+
+
+def test_existing_output_needs_overwrite(spark, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "something").write_text("x")
+    rc = cli.main(["run", "--input", SAMPLE, "--output", str(out), *COMMON])
+    err = capsys.readouterr().err
+    assert rc == 2 and "already exists" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "--input", "/nonexistent/x.parquet", "--output", "o"], "cannot read parquet input"),
+        (["run", "--input", SAMPLE, "--output", "o", "--threshold", "0"], "verify.threshold must be in (0, 1]"),
+        (["run", "--input", SAMPLE, "--output", "o", "--k", "0"], "shingle.k must be >= 1"),
+        (["run", "--input", SAMPLE, "--output", "o", "--bands", "20", "--rows", "8"], "exceeds minhash.num_perm"),
+        (["run", "--input", SAMPLE, "--output", "o", "--bands", "20"], "--bands and --rows go together"),
+        (["run", "--input", SAMPLE, "--output", "o", "--id-col", "doc"], "no column(s) doc"),
+        (["run", "--output", "o"], "input.path is required"),
+        (["params", "--threshold", "1.5"], "verify.threshold must be in (0, 1]"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(spark, tmp_path, capsys, argv, message):
+    argv = [a if a != "o" else str(tmp_path / "o") for a in argv]
+    if argv[0] == "run" and "--format" not in argv:
+        argv += ["--format", "jsonl" if SAMPLE in argv else "parquet"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.startswith("neardup: error:") and err.count("\n") == 1
+
+
+def test_params_prints_choice_and_curve(capsys):
+    assert cli.main(["params", "--threshold", "0.3", "--num-perm", "128"]) == 0
+    text = capsys.readouterr().out
+    assert "42 x 3" in text and "S* (50% point)   0.2877" in text and "<- threshold" in text
+    assert cli.main(["params", "--threshold", "0.8", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["bands"], data["rows"]) == (25, 5) and data["p_candidate_at_threshold"] > 0.99
+    assert len(data["s_curve"]) == 21
+
+
+def test_config_file_and_command_line_precedence(tmp_path, capsys):
+    conf = tmp_path / "x.toml"
+    conf.write_text("[verify]\nthreshold = 0.8\n[minhash]\nnum_perm = 64\n")
+    assert cli.main(["params", "--config", str(conf), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["num_perm"] == 64
+    assert cli.main(["params", "--config", str(conf), "--num-perm", "256", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["num_perm"] == 256 and data["threshold"] == 0.8
+    conf.write_text("[verify]\nthreshhold = 0.8\n")
+    assert cli.main(["params", "--config", str(conf)]) == 2
+    assert "unknown key(s) in [verify]: threshhold" in capsys.readouterr().err
+
+
+def test_generate(tmp_path, capsys):
+    assert cli.main(["generate", "--docs", "300", "--output", str(tmp_path / "c"), "--format", "jsonl"]) == 0
+    rows = pd.read_json(next((tmp_path / "c").glob("*.jsonl.gz")), lines=True)
+    assert len(rows) == 300 and {"id", "text", "group", "edit", "source", "published_at"} <= set(rows.columns)
+
+
+def test_spark_submit_on_a_local_cluster(tmp_path):
+    """Separate executor JVMs and Python workers: closures and UDFs must serialise."""
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    if not spark_submit.exists():
+        pytest.skip("spark-submit is not installed beside this interpreter")
+    out = tmp_path / "out"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    proc = subprocess.run(
+        [str(spark_submit), "--master", "local-cluster[2,1,1024]", "--conf", "spark.ui.enabled=false",
+         str(ROOT / "jobs" / "neardup_job.py"), "run", "--input", SAMPLE, "--output", str(out), *COMMON],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    clusters = pd.read_parquet(out / "clusters")
+    assert len(clusters) == 1000 and clusters.doc_id.is_unique
+    report = json.loads((out / "report.json").read_text())
+    assert report["counts"]["removed"] == int((~clusters.is_keeper).sum()) > 0

@@ -1,0 +1,167 @@
+"""The whole pipeline on generated corpora, against brute-force oracles."""
+
+import math
+
+import pytest
+from pyspark.sql import functions as F
+
+from neardup_spark import columns as C
+from neardup_spark import corpus
+from neardup_spark.config import Config
+from neardup_spark.errors import InputError
+from neardup_spark.params import candidate_probability, lsh_params
+from neardup_spark.pipeline import deduplicate
+
+from . import oracles
+
+META = "source,published_at,group,edit"
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return list(corpus.generate(corpus.CorpusSpec(n_docs=1200, seed=21)))
+
+
+@pytest.fixture(scope="module")
+def raw(spark, rows):
+    return spark.createDataFrame(rows).repartition(3)
+
+
+@pytest.fixture(scope="module")
+def result(raw):
+    res = deduplicate(raw, Config().with_overrides({"input.metadata_cols": META}))
+    yield res
+    res.unpersist()
+
+
+def test_pairs_match_brute_force_jaccard_up_to_the_s_curve(rows, result):
+    cfg = Config()
+    want = oracles.jaccard_pairs(rows, cfg.verify.threshold)
+    reps = {i for i, r in oracles.exact_groups(rows).items() if r == i}
+    got = {
+        (r[C.DOC_A], r[C.DOC_B]): r
+        for r in result.pairs.collect()
+        if r[C.DOC_A] in reps and r[C.DOC_B] in reps
+    }
+    assert set(got) <= set(want), "a reported pair is below the threshold by exact Jaccard"
+    for pair, r in got.items():
+        j, ca, cb = want[pair]
+        assert r[C.JACCARD] == pytest.approx(j, abs=0.005)
+        assert r[C.CONTAINMENT_A] == pytest.approx(ca, abs=0.005)
+        assert r[C.CONTAINMENT_B] == pytest.approx(cb, abs=0.005)
+    lsh = lsh_params(cfg)
+    expected_missed = sum(1 - candidate_probability(j, lsh.bands, lsh.rows) for j, _, _ in want.values())
+    missed = len(set(want) - set(got))
+    assert missed <= expected_missed + 3 * math.sqrt(expected_missed) + 1, (missed, expected_missed)
+    assert len(want) > 300  # the corpus really has pairs to find
+
+
+def test_every_document_exactly_once_and_clusters_match_union_find(rows, result):
+    clusters = result.clusters.collect()
+    ids = [r[C.DOC_ID] for r in clusters]
+    assert sorted(ids) == sorted(r["id"] for r in rows)
+    rep = oracles.exact_groups(rows)
+    found = [(r[C.DOC_A], r[C.DOC_B]) for r in result.pairs.collect()]
+    exact = [(rep[i], i) for i in rep if rep[i] is not None and rep[i] != i]
+    want = oracles.union_find_clusters(ids, found + exact)
+    assert {r[C.DOC_ID]: r[C.CLUSTER_ID] for r in clusters} == want
+    for r in clusters:
+        assert r[C.IS_KEEPER] == (r[C.DOC_ID] == r[C.KEEPER_ID])
+    keepers = {r[C.CLUSTER_ID]: r[C.KEEPER_ID] for r in clusters if r[C.IS_KEEPER]}
+    assert len(keepers) == len(set(want.values()))
+    assert all(keepers[r[C.CLUSTER_ID]] == r[C.KEEPER_ID] for r in clusters)
+
+
+def test_labels_are_recovered(rows, result):
+    truth = corpus.label_pairs(rows)
+    labels = {r[C.DOC_ID]: r[C.CLUSTER_ID] for r in result.clusters.collect()}
+    found = oracles.cluster_pairs(labels)
+    recall = len(found & truth) / len(truth)
+    precision = len(found & truth) / len(found)
+    assert recall >= 0.99 and precision >= 0.999, (recall, precision)
+
+
+def test_deduplicated_holds_the_keepers_original_rows(rows, result):
+    out = result.deduplicated.collect()
+    keepers = {r[C.DOC_ID] for r in result.clusters.collect() if r[C.IS_KEEPER]}
+    assert {r["id"] for r in out} == keepers
+    by_id = {r["id"]: r for r in rows}
+    assert all(r["text"] == by_id[r["id"]]["text"] and r["group"] == by_id[r["id"]]["group"] for r in out)
+
+
+def test_report_counts_add_up(rows, result):
+    counts = result.report["counts"]
+    assert counts["documents"] == len(rows)
+    assert counts["removed"] == len(rows) - counts["clusters"]
+    assert counts["candidate_pairs"] >= counts["verified_pairs"] > 0
+    assert counts["exact_duplicates"] >= 1  # the whitespace edits
+    assert set(result.report["stage_seconds"]) >= {"read", "shingle_minhash", "verify", "components", "keepers"}
+    assert result.report["lsh"]["bands"] == 42 and result.report["lsh"]["rows"] == 3
+
+
+def _clusters(raw, cfg):
+    res = deduplicate(raw, cfg)
+    out = sorted(tuple(r) for r in res.clusters.collect())
+    pairs = sorted(tuple(r) for r in res.pairs.collect())
+    res.unpersist()
+    return out, pairs
+
+
+def test_same_clusters_and_keepers_at_1_3_and_8_partitions(spark, rows):
+    raw = spark.createDataFrame(rows[:500])
+    cfg = Config().with_overrides({"keeper.rules": "earliest"})
+    runs = [_clusters(raw.repartition(n), cfg) for n in (1, 3, 8)]
+    assert runs[0] == runs[1] == runs[2]
+
+
+def test_string_ids_and_awkward_documents(spark):
+    long_doc = " ".join(f"word{i % 5000}" for i in range(1_700_000))  # ~13 MB
+    docs = [
+        ("a", "One wire story arrives from six sites today, said the agency."),
+        ("b", "ONE wire story   arrives from six sites today said the agency"),  # exact after normalising
+        ("c", "word"),
+        ("d", "word"),
+        ("e", ""),
+        ("f", None),
+        ("g", "!!! ???"),
+        ("h", long_doc),
+        ("i", long_doc + " tail"),
+        ("j", "Ünïcödé ＦＵＬＬ width text with ﬁ ligatures and more words"),
+    ]
+    raw = spark.createDataFrame(docs, "id string, text string")
+    res = deduplicate(raw, Config())
+    out = {r[C.DOC_ID]: r for r in res.clusters.collect()}
+    assert set(out) == {d for d, _ in docs}
+    assert out["b"][C.KEEPER_ID] == "a" and out["b"][C.STATUS] == C.EXACT_DUPLICATE
+    assert out["d"][C.KEEPER_ID] == "c"
+    assert {out[d][C.STATUS] for d in "efg"} == {C.EMPTY}
+    assert out["i"][C.KEEPER_ID] == "h" and out["i"][C.STATUS] == C.DUPLICATE
+    assert out["j"][C.STATUS] == C.UNIQUE
+    res.unpersist()
+
+
+def test_invalid_utf8_bytes_are_processed(spark):
+    raw = spark.createDataFrame([(1, "x"), (2, "x")], "id long, text string").select(
+        "id", F.concat(F.lit("café "), F.unhex(F.lit("C3FF")).cast("string"), F.lit(" au lait et du pain")).alias("text")
+    )
+    res = deduplicate(raw, Config())
+    assert {r[C.DOC_ID]: r[C.KEEPER_ID] for r in res.clusters.collect()} == {1: 1, 2: 1}
+    res.unpersist()
+
+
+@pytest.mark.parametrize(
+    "rows_, schema, cfg, message",
+    [
+        ([(1, "a")], "doc long, text string", {}, "no column(s) id"),
+        ([(1, "a"), (1, "b")], "id long, text string", {}, "duplicate document ids"),
+        ([(None, "a")], "id long, text string", {}, "null id"),
+        ([(1, 5)], "id long, text long", {}, "text column 'text' must be a string"),
+        ([(1.5, "a")], "id double, text string", {}, "id column 'id' must be an integer or string"),
+        ([(1, "a")], "id long, text string", {"keeper.rules": "earliest"}, "no column(s) published_at"),
+    ],
+)
+def test_bad_input_is_a_one_line_error(spark, rows_, schema, cfg, message):
+    raw = spark.createDataFrame(rows_, schema)
+    with pytest.raises(InputError) as err:
+        deduplicate(raw, Config().with_overrides(cfg))
+    assert message in str(err.value) and "\n" not in str(err.value)
