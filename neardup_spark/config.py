@@ -285,6 +285,10 @@ def validate(cfg: Config) -> None:
     _check(len(set(cfg.keeper.rules)) == len(cfg.keeper.rules), "keeper.rules must not repeat a rule")
     if "source_priority" in cfg.keeper.rules:
         _check(bool(cfg.keeper.source_priority), "keeper rule 'source_priority' needs keeper.source_priority")
+    _check(
+        len(set(cfg.keeper.source_priority)) == len(cfg.keeper.source_priority),
+        "keeper.source_priority must not repeat a source",
+    )
     _one_of(cfg.output.mode, OUTPUT_MODES, "output.mode")
     _check(cfg.spark.shuffle_partitions >= 0, "spark.shuffle_partitions must be >= 0")
 

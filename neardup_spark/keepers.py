@@ -31,8 +31,9 @@ def rule_keys(keeper: KeeperConfig) -> list[Column]:
             t = F.col(keeper.time_col)
             keys += [t.isNull(), t]
         elif rule == "source_priority":
-            rank = F.array_position(F.array(*[F.lit(s) for s in keeper.source_priority]), F.col(keeper.source_col))
-            keys.append(F.when(rank > 0, rank).otherwise(F.lit(len(keeper.source_priority) + 1)))
+            ranks = F.create_map(*[F.lit(x) for i, s in enumerate(keeper.source_priority) for x in (s, i + 1)])
+            rank = ranks[F.col(keeper.source_col).cast("string")]
+            keys.append(F.coalesce(rank, F.lit(len(keeper.source_priority) + 1)))
         elif rule == "longest":
             keys.append(-F.col(TEXT_LEN))
         # smallest_id is the final key anyway

@@ -37,6 +37,7 @@ def test_overrides_win_and_are_validated():
         ({"minhash": {"num_perm": 0}}, "minhash.num_perm"),
         ({"keeper": {"rules": ["newest"]}}, "keeper.rules entries must be one of"),
         ({"keeper": {"rules": ["source_priority"]}}, "needs keeper.source_priority"),
+        ({"keeper": {"rules": ["source_priority"], "source_priority": ["a", "a"]}}, "must not repeat a source"),
         ({"cluster": {"backend": "networkx"}}, "cluster.backend must be one of"),
         ({"input": {"format": "csv"}}, "input.format must be one of"),
         ({"output": {"mode": "append"}}, "output.mode must be one of"),

@@ -165,3 +165,13 @@ def test_bad_input_is_a_one_line_error(spark, rows_, schema, cfg, message):
     with pytest.raises(InputError) as err:
         deduplicate(raw, Config().with_overrides(cfg))
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.graphframes
+def test_graphframes_backend_gives_identical_clusters(spark, rows, has_graphframes):
+    if not has_graphframes:
+        pytest.skip("set NEARDUP_GRAPHFRAMES_JAR and install the graphframes package")
+    raw = spark.createDataFrame(rows[:600])
+    ours = _clusters(raw, Config())
+    theirs = _clusters(raw, Config().with_overrides({"cluster.backend": "graphframes"}))
+    assert ours == theirs
