@@ -16,11 +16,35 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from . import columns as C
 from .config import Config, KeeperConfig
 
 TEXT_LEN = "text_len"
+
+
+def keeper_columns(keeper: KeeperConfig) -> list[str]:
+    """The input columns the configured rules read."""
+    cols = []
+    if "earliest" in keeper.rules:
+        cols.append(keeper.time_col)
+    if "source_priority" in keeper.rules:
+        cols.append(keeper.source_col)
+    return cols
+
+
+def keeper_inputs(docs: DataFrame, cfg: Config) -> list[Column]:
+    """The rule columns as the rules compare them. Text times are parsed, so
+    ISO strings with different UTC offsets order by instant; a string that
+    does not parse counts as missing (sorted last)."""
+    cols = []
+    for name in keeper_columns(cfg.keeper):
+        col = F.col(name)
+        if name == cfg.keeper.time_col and isinstance(docs.schema[name].dataType, T.StringType):
+            col = F.expr(f"try_to_timestamp(`{name}`)")
+        cols.append(col.alias(name))
+    return cols
 
 
 def rule_keys(keeper: KeeperConfig) -> list[Column]:

@@ -25,7 +25,7 @@ from .candidates import candidate_pairs
 from .components import connected_components
 from .config import Config, require_io_paths, to_dict
 from .exact import exact_edges, exact_pass, representatives
-from .keepers import TEXT_LEN, choose_keepers
+from .keepers import TEXT_LEN, choose_keepers, keeper_inputs
 from .minhash import signatures
 from .normalise import normalise
 from .params import advice, lsh_params
@@ -73,15 +73,6 @@ class _Stages:
         return df
 
 
-def _keeper_inputs(cfg: Config) -> list[str]:
-    cols = []
-    if "earliest" in cfg.keeper.rules:
-        cols.append(cfg.keeper.time_col)
-    if "source_priority" in cfg.keeper.rules:
-        cols.append(cfg.keeper.source_col)
-    return cols
-
-
 def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
     """Find near-duplicates in `raw` (with the columns cfg.input names) and pick keepers.
 
@@ -98,7 +89,7 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
         docs = drop_bookkeeping(docs)
 
     with st.stage("normalise_exact"):
-        slim = docs.select(C.DOC_ID, C.TEXT, F.length(C.TEXT).alias(TEXT_LEN), *_keeper_inputs(cfg))
+        slim = docs.select(C.DOC_ID, C.TEXT, F.length(C.TEXT).alias(TEXT_LEN), *keeper_inputs(docs, cfg))
         table = st.keep(slim.transform(normalise, cfg).transform(exact_pass, cfg))
         row = table.agg(
             F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty"),

@@ -15,6 +15,7 @@ from pyspark.sql import types as T
 from . import columns as C
 from .config import Config
 from .errors import InputError
+from .keepers import keeper_columns
 
 CORRUPT = "_corrupt_record"
 _INT_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -68,7 +69,7 @@ def documents(raw: DataFrame, cfg: Config) -> DataFrame:
     src = cfg.input
     fields = {f.name: f.dataType for f in raw.schema.fields}
     needed = [src.id_col, src.text_col, *src.metadata_cols]
-    needed += [c for c in _keeper_columns(cfg) if c not in needed]
+    needed += [c for c in keeper_columns(cfg.keeper) if c not in needed]
     missing = [c for c in needed if c not in fields]
     if missing:
         have = ", ".join(c for c in fields if c != CORRUPT)
@@ -118,15 +119,6 @@ def check_documents(docs: DataFrame) -> int:
 def drop_bookkeeping(docs: DataFrame) -> DataFrame:
     """Documents without the corrupt-record column once they are checked."""
     return docs.drop(CORRUPT) if CORRUPT in docs.columns else docs
-
-
-def _keeper_columns(cfg: Config) -> list[str]:
-    cols = []
-    if "earliest" in cfg.keeper.rules:
-        cols.append(cfg.keeper.time_col)
-    if "source_priority" in cfg.keeper.rules:
-        cols.append(cfg.keeper.source_col)
-    return cols
 
 
 def _first_line(exc: Exception) -> str:

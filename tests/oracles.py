@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter, defaultdict
 
 from neardup_spark.normalise import normalise_text
@@ -47,10 +48,7 @@ def jaccard_pairs(rows, threshold, k=5, id_col="id", text_col="text"):
             postings[sh].append(i)
     inter = Counter()
     for ids in postings.values():
-        ids.sort()
-        for x in range(len(ids)):
-            for y in range(x + 1, len(ids)):
-                inter[(ids[x], ids[y])] += 1
+        inter.update(itertools.combinations(sorted(ids), 2))
     out = {}
     for (a, b), n in inter.items():
         j = n / (len(sets[a]) + len(sets[b]) - n)
@@ -77,13 +75,8 @@ def union_find_clusters(ids, edges):
 
 
 def cluster_pairs(labels: dict) -> set:
+    """All (a, b), a < b, of documents with the same label."""
     groups = defaultdict(list)
     for i, c in labels.items():
         groups[c].append(i)
-    pairs = set()
-    for members in groups.values():
-        members.sort()
-        for x in range(len(members)):
-            for y in range(x + 1, len(members)):
-                pairs.add((members[x], members[y]))
-    return pairs
+    return {(a, b) for members in groups.values() for a, b in itertools.combinations(sorted(members), 2)}

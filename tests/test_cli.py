@@ -123,3 +123,12 @@ def test_spark_submit_on_a_local_cluster(tmp_path):
     assert len(clusters) == 1000 and clusters.doc_id.is_unique
     report = json.loads((out / "report.json").read_text())
     assert report["counts"]["removed"] == int((~clusters.is_keeper).sum()) > 0
+
+
+def test_table_input(spark, tmp_path, capsys):
+    spark.read.json(SAMPLE).limit(200).write.mode("overwrite").saveAsTable("neardup_sample")
+    out = tmp_path / "out"
+    rc = cli.main(["run", "--input", "neardup_sample", "--format", "table", "--output", str(out),
+                   "--shuffle-partitions", "4", "--quiet"])
+    assert rc == 0
+    assert len(pd.read_parquet(out / "clusters")) == 200

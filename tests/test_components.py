@@ -10,25 +10,11 @@ from neardup_spark.components import connected_components
 from neardup_spark.config import Config
 from neardup_spark.errors import BackendError
 
+from . import oracles
+
 
 def union_find_labels(edges):
-    parent = {}
-
-    def find(x):
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in edges:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    groups = {}
-    for x in list(parent):
-        groups.setdefault(find(x), []).append(x)
-    return {x: min(members) for members in groups.values() for x in members}
+    return oracles.union_find_clusters({x for e in edges for x in e}, edges)
 
 
 def run(spark, edges, schema="doc_a long, doc_b long", **overrides):

@@ -175,3 +175,18 @@ def test_graphframes_backend_gives_identical_clusters(spark, rows, has_graphfram
     ours = _clusters(raw, Config())
     theirs = _clusters(raw, Config().with_overrides({"cluster.backend": "graphframes"}))
     assert ours == theirs
+
+
+def test_earliest_compares_instants_not_strings(spark):
+    text = "the same wire story about the harbour strike arrived from several sites this morning"
+    raw = spark.createDataFrame(
+        [
+            (1, text, "2026-01-01T06:00:00+00:00"),
+            (2, text + " also read", "2026-01-01T10:00:00+05:00"),  # 05:00 UTC: the earliest instant
+            (3, text + " more", "yesterday"),  # does not parse: sorted last
+        ],
+        "id long, text string, published_at string",
+    )
+    res = deduplicate(raw, Config().with_overrides({"keeper.rules": "earliest"}))
+    assert {r[C.KEEPER_ID] for r in res.clusters.collect()} == {2}
+    res.unpersist()
