@@ -132,3 +132,23 @@ def test_table_input(spark, tmp_path, capsys):
                    "--shuffle-partitions", "4", "--quiet"])
     assert rc == 0
     assert len(pd.read_parquet(out / "clusters")) == 200
+
+
+def test_library_call_under_spark_connect(spark, tmp_path):
+    """Databricks serverless and shared clusters run Spark Connect: no sparkContext, no RDDs."""
+    pytest.importorskip("grpc", reason="Spark Connect client needs grpcio (test extra 'connect')")
+    import pyspark
+
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        pytest.skip("local Spark Connect servers from the pip package need pyspark 4")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "scripts" / "connect_run.py")],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    from neardup_spark import Config, deduplicate
+
+    classic = deduplicate(spark.read.json(SAMPLE), Config())
+    assert got["counts"] == classic.report["counts"]
+    assert got["statuses"] == {r["status"]: r["count"] for r in classic.clusters.groupBy("status").count().collect()}
+    classic.unpersist()
