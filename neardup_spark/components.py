@@ -132,5 +132,6 @@ def _graphframes(pairs: DataFrame, cfg: Config) -> DataFrame:
 
 
 def _one_line(exc: Exception) -> str:
-    lines = str(exc).strip().splitlines()
+    java = getattr(exc, "java_exception", None)  # Py4J errors: the JVM's message says what broke
+    lines = (str(java.toString()) if java is not None else str(exc)).strip().splitlines()
     return (lines[0] if lines else exc.__class__.__name__)[:200]

@@ -24,7 +24,7 @@ def spark(tmp_path_factory):
     conf = {
         "spark.default.parallelism": "4",
         "spark.sql.adaptive.enabled": "false",  # keep partition counts as the tests set them
-        "spark.driver.memory": "3g",
+        "spark.driver.memory": "6g",
         "spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("warehouse")),
     }
     if GRAPHFRAMES_JAR:
