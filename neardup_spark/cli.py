@@ -128,6 +128,7 @@ def _cmd_params(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     require_io_paths(cfg)  # before the JVM starts
+    _check_local_input(cfg)
     from .pipeline import run
     from .session import build_session
 
@@ -145,6 +146,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         print(json.dumps(report, indent=2, default=str))
     return 0
+
+
+def _check_local_input(cfg: Config) -> None:
+    """A missing local path is reported before Spark starts (and prints its traces)."""
+    path = cfg.input.path
+    if cfg.input.format == "table" or any(ch in path for ch in "*?[{") or ":" in path.split("/")[0]:
+        return  # tables, globs and URLs (s3://, hdfs://, file:) are Spark's to resolve
+    if not Path(path).exists():
+        raise NeardupError(f"cannot read {cfg.input.format} input {path!r}: no such file or directory")
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:

@@ -30,6 +30,10 @@ SRC, DST = "src", "dst"
 def connected_components(edges: DataFrame, cfg: Config) -> DataFrame:
     """edges(doc_a, doc_b) -> (doc_id, cluster_id) for every document in an edge."""
     pairs = edges.select(F.col(C.DOC_A).alias(SRC), F.col(C.DOC_B).alias(DST)).where(F.col(SRC) != F.col(DST))
+    # Start from a checkpoint: the pairs' plan carries the whole pipeline, and an
+    # iterative algorithm that re-plans it every round builds plan strings large
+    # enough to exhaust the driver heap (seen with GraphFrames).
+    pairs = _materialise(pairs.distinct(), cfg.cluster.checkpoint, True)
     if cfg.cluster.backend == "graphframes":
         return _graphframes(pairs, cfg)
     return _star_contraction(pairs, cfg)
@@ -83,8 +87,7 @@ def _materialise(df: DataFrame, mode: str, checkpoint_now: bool) -> DataFrame:
     return df.persist(StorageLevel.MEMORY_AND_DISK)
 
 
-def _star_contraction(pairs: DataFrame, cfg: Config) -> DataFrame:
-    edges = _materialise(pairs.distinct(), cfg.cluster.checkpoint, True)
+def _star_contraction(edges: DataFrame, cfg: Config) -> DataFrame:
     for round_no in range(1, cfg.cluster.max_iterations + 1):
         nxt = _small_star(_large_star(edges))
         nxt = _materialise(nxt, cfg.cluster.checkpoint, round_no % cfg.cluster.checkpoint_interval == 0)

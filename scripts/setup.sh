@@ -33,12 +33,20 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1
-"$VENV/bin/python" -m pip install -q --upgrade pip 2>&1 | grep -v "is ignored" || true
-# shellcheck disable=SC2086
-"$VENV/bin/python" -m pip install -q -e "$ROOT[test]" ${NEARDUP_PYSPARK:+"$NEARDUP_PYSPARK"} ${NEARDUP_EXTRA:-} 2>&1 \
-  | grep -v "is ignored" || true
+# Re-install only when the project's requirements changed: re-runs stay quick.
+STAMP="$VENV/.neardup-installed"
+WANT="$(cat "$ROOT/pyproject.toml"; echo "${NEARDUP_PYSPARK:-} ${NEARDUP_EXTRA:-}")"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+  echo "setup: installing neardup-spark and its dependencies into $VENV" >&2
+  { "$VENV/bin/python" -m pip install -q --upgrade pip
+    # shellcheck disable=SC2086
+    "$VENV/bin/python" -m pip install -q -e "$ROOT[test]" ${NEARDUP_PYSPARK:+"$NEARDUP_PYSPARK"} ${NEARDUP_EXTRA:-}
+  } 2>&1 | grep -v "is ignored" >&2 || true
+  printf '%s' "$WANT" > "$STAMP.tmp"
+fi
 "$VENV/bin/python" -c "import neardup_spark, pyspark, pandas, pyarrow" || {
-  echo "setup: the package did not install into $VENV" >&2; exit 1; }
+  rm -f "$STAMP.tmp"; echo "setup: the package did not install into $VENV" >&2; exit 1; }
+[ -f "$STAMP.tmp" ] && mv "$STAMP.tmp" "$STAMP"
 
 # Spark's Python workers must use this interpreter, or Pandas UDFs cannot import
 # pandas. The CLI sets it itself; this covers spark-submit and pyspark shells.

@@ -190,3 +190,11 @@ def test_earliest_compares_instants_not_strings(spark):
     res = deduplicate(raw, Config().with_overrides({"keeper.rules": "earliest"}))
     assert {r[C.KEEPER_ID] for r in res.clusters.collect()} == {2}
     res.unpersist()
+
+
+def test_unreadable_path_is_an_input_error(spark, tmp_path):
+    from neardup_spark.read import read_input
+
+    cfg = Config().with_overrides({"input.path": str(tmp_path / "missing"), "input.format": "parquet"})
+    with pytest.raises(InputError, match="cannot read parquet input"):
+        read_input(spark, cfg)
