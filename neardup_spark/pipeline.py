@@ -90,7 +90,9 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
 
     with st.stage("normalise_exact"):
         slim = docs.select(C.DOC_ID, C.TEXT, F.length(C.TEXT).alias(TEXT_LEN), *keeper_inputs(docs, cfg))
-        table = st.keep(slim.transform(normalise, cfg).transform(exact_pass, cfg))
+        # The raw text is dropped before the exact pass's shuffle: only its
+        # length (keeper rule) and the normalised text travel.
+        table = st.keep(slim.transform(normalise, cfg).drop(C.TEXT).transform(exact_pass, cfg))
         row = table.agg(
             F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty"),
             F.sum((~F.col(C.IS_EMPTY) & (F.col(C.DOC_ID) != F.col(C.EXACT_REP))).cast("long")).alias("copies"),
@@ -106,7 +108,7 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
             .select(C.DOC_ID, C.SHINGLES, C.SIGNATURE)
         )
         counts["signed_documents"] = signed.count()
-        index = st.keep(table.drop(C.NORM, C.TEXT))
+        index = st.keep(table.drop(C.NORM))
         index.count()
         table.unpersist()  # the texts are no longer needed
 
