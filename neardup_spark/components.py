@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from . import columns as C
 from .config import Config
-from .errors import BackendError, ConvergenceError
+from .errors import BackendError, ConvergenceError, one_line
 
 SRC, DST = "src", "dst"
 
@@ -43,9 +43,9 @@ def _large_star(edges: DataFrame) -> DataFrame:
     """Each node links its larger neighbours to the smallest of its closed neighbourhood."""
     both = edges.union(edges.select(F.col(DST).alias(SRC), F.col(SRC).alias(DST)))
     low = F.least(F.min(DST).over(Window.partitionBy(SRC)), F.col(SRC))
-    return both.select(F.col(DST).alias(SRC), low.alias(DST), (F.col(DST) > F.col(SRC)).alias("up")).where("up").drop(
-        "up"
-    )
+    # The minimum is over the whole neighbourhood, so filter only after it.
+    ranked = both.select(SRC, DST, low.alias("m"))
+    return ranked.where(F.col(DST) > F.col(SRC)).select(F.col(DST).alias(SRC), F.col("m").alias(DST))
 
 
 def _small_star(edges: DataFrame) -> DataFrame:
@@ -53,8 +53,11 @@ def _small_star(edges: DataFrame) -> DataFrame:
     down = edges.select(F.greatest(SRC, DST).alias(SRC), F.least(SRC, DST).alias(DST))
     low = F.min(DST).over(Window.partitionBy(SRC))
     moved = down.select(F.col(SRC).alias("hi"), F.col(DST).alias("lo"), low.alias("m"))
-    pairs = F.explode(F.array(F.struct(F.col("lo").alias(SRC), F.col("m").alias(DST)), F.struct(F.col("hi").alias(SRC), F.col("m").alias(DST))))
-    out = moved.select(pairs.alias("e")).select("e.*")
+    to_min = F.array(
+        F.struct(F.col("lo").alias(SRC), F.col("m").alias(DST)),
+        F.struct(F.col("hi").alias(SRC), F.col("m").alias(DST)),
+    )
+    out = moved.select(F.explode(to_min).alias("e")).select("e.*")
     return out.where(F.col(SRC) != F.col(DST)).distinct()
 
 
@@ -129,12 +132,6 @@ def _graphframes(pairs: DataFrame, cfg: Config) -> DataFrame:
     except BackendError:
         raise
     except Exception as exc:  # a missing jar surfaces as TypeError or a Py4J error
-        raise BackendError(f"GraphFrames could not run here ({_one_line(exc)}); is its JVM jar on the classpath?") from None
+        raise BackendError(f"GraphFrames could not run here ({one_line(exc, 200)}); is its JVM jar on the classpath?") from None
     smallest = comps.groupBy("component").agg(F.min("id").alias(C.CLUSTER_ID))
     return comps.join(smallest, "component").select(F.col("id").alias(C.DOC_ID), C.CLUSTER_ID)
-
-
-def _one_line(exc: Exception) -> str:
-    java = getattr(exc, "java_exception", None)  # Py4J errors: the JVM's message says what broke
-    lines = (str(java.toString()) if java is not None else str(exc)).strip().splitlines()
-    return (lines[0] if lines else exc.__class__.__name__)[:200]

@@ -15,3 +15,10 @@ class BackendError(NeardupError):
 
 class ConvergenceError(NeardupError):
     """An iterative stage did not converge within its configured limit."""
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """The first line of an exception's message; for Py4J errors, the JVM's own."""
+    java = getattr(exc, "java_exception", None)
+    lines = (str(java.toString()) if java is not None else str(exc)).strip().splitlines()
+    return (lines[0] if lines else exc.__class__.__name__)[:limit]

@@ -122,8 +122,7 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
         counts["verified_pairs"] = pairs.where(F.col(C.MATCH) == C.MATCH_NEAR).count()
 
     with st.stage("components"):
-        comps = st.keep(connected_components(pairs, cfg))
-        comps.count()
+        comps = connected_components(pairs, cfg)  # iterates with its own actions; read once below
 
     with st.stage("keepers"):
         clusters = st.keep(choose_keepers(index, cfg, comps).select(*CLUSTER_COLUMNS))

@@ -14,7 +14,7 @@ from pyspark.sql import types as T
 
 from . import columns as C
 from .config import Config
-from .errors import InputError
+from .errors import InputError, one_line
 from .keepers import keeper_columns
 
 CORRUPT = "_corrupt_record"
@@ -39,7 +39,7 @@ def read_input(spark: SparkSession, cfg: Config) -> DataFrame:
             return reader.format("delta").load(src.path)
         return reader.parquet(src.path)
     except Exception as exc:  # Spark raises several types for a bad path or format
-        raise InputError(f"cannot read {src.format} input {src.path!r}: {_first_line(exc)}") from None
+        raise InputError(f"cannot read {src.format} input {src.path!r}: {one_line(exc)}") from None
 
 
 def _reparse_corrupt_lines(raw: DataFrame) -> DataFrame:
@@ -119,8 +119,3 @@ def check_documents(docs: DataFrame) -> int:
 def drop_bookkeeping(docs: DataFrame) -> DataFrame:
     """Documents without the corrupt-record column once they are checked."""
     return docs.drop(CORRUPT) if CORRUPT in docs.columns else docs
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else exc.__class__.__name__
