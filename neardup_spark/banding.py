@@ -1,10 +1,10 @@
-"""Stage 6, LSH banding: signature -> one (band, bucket) row per band.
+"""Stage 4, LSH banding: each representative's band keys -> one (_nid, bucket) row per band.
 
-The signature is cut into `bands` slices of `rows` values; each slice is
-hashed (xxhash64, in the JVM) into a bucket key, and the keys are exploded
-into rows so a shuffle on (band, bucket) shards buckets across executors.
-Documents sharing a (band, bucket) become candidates. A 64-bit key collision
-only adds a candidate, which verification then rejects.
+The keys were computed by the sketch stage (each band's `rows` signature
+values mixed with the band's index into one 64-bit key, so the key alone
+names the bucket). Exploding them here and grouping on `bucket` next shards
+the buckets across executors. Exact copies are left out: their
+representative stands for them.
 """
 
 from __future__ import annotations
@@ -13,13 +13,16 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from . import columns as C
-from .config import Config
-from .params import LshParams, lsh_params
+
+# Up to this many exact copies are broadcast to every task for the anti-join
+# (8 bytes each); beyond it the anti-join shuffles instead.
+BROADCAST_COPIES = 20_000_000
 
 
-def band_keys(signed: DataFrame, cfg: Config, lsh: LshParams | None = None) -> DataFrame:
-    """signed(doc_id, signature) -> (doc_id, band int, bucket long)."""
-    lsh = lsh or lsh_params(cfg)
-    r = lsh.rows
-    keys = [F.xxhash64(F.slice(C.SIGNATURE, i * r + 1, r)) for i in range(lsh.bands)]
-    return signed.select(C.DOC_ID, F.posexplode(F.array(*keys)).alias(C.BAND, C.BUCKET))
+def band_rows(table: DataFrame, copies: DataFrame, n_copies: int) -> DataFrame:
+    """table(_nid, bands, is_empty) minus copies(_nid) -> (_nid, bucket)."""
+    reps = table.where(~F.col(C.IS_EMPTY)).select(C.NID, C.BANDS)
+    if n_copies:
+        drop = copies.select(C.NID)
+        reps = reps.join(F.broadcast(drop) if n_copies <= BROADCAST_COPIES else drop, C.NID, "left_anti")
+    return reps.select(C.NID, F.explode(C.BANDS).alias(C.BUCKET))

@@ -1,4 +1,4 @@
-"""Stage 7, candidates: (doc_id, band, bucket) rows -> distinct pairs (doc_a < doc_b).
+"""Stage 5, candidates: (_nid, bucket) rows -> distinct pairs (doc_a < doc_b, internal ids).
 
 A bucket of n documents yields all n(n-1)/2 pairs while n is at most
 `lsh.all_pairs_bucket_limit`, and a star of n-1 pairs to its smallest id
@@ -34,10 +34,10 @@ def _pairs_expr(limit: int) -> str:
 
 
 def candidate_pairs(banded: DataFrame, cfg: Config) -> DataFrame:
-    """banded(doc_id, band, bucket) -> (doc_a, doc_b), distinct, doc_a < doc_b."""
+    """banded(_nid, bucket) -> (doc_a, doc_b) of _nid values, distinct, doc_a < doc_b."""
     buckets = (
-        banded.groupBy(C.BAND, C.BUCKET)
-        .agg(F.array_sort(F.collect_list(C.DOC_ID)).alias(_MEMBERS))
+        banded.groupBy(C.BUCKET)
+        .agg(F.array_sort(F.collect_list(C.NID)).alias(_MEMBERS))
         .where(F.size(_MEMBERS) > 1)
     )
     pairs = buckets.select(F.explode(F.expr(_pairs_expr(cfg.lsh.all_pairs_bucket_limit))).alias("p"))

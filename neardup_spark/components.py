@@ -1,4 +1,4 @@
-"""Stage 9, components: verified pairs -> (doc_id, cluster_id) per connected component.
+"""Stage 7, components: verified pairs -> (doc_id, cluster_id) per connected component.
 
 cluster_id is the smallest doc_id in the component, whichever backend runs,
 so clusters are the same on every run and every partitioning.

@@ -44,6 +44,10 @@ class InputConfig:
     text_col: str = "text"
     # Carried through to `deduplicated/` untouched; also where keeper rules look.
     metadata_cols: tuple[str, ...] = ()
+    # Fewer input partitions than this are spread (round robin) before the
+    # sketch stage; 0 = as many as Spark has cores. One .gz file is one
+    # partition, and its whole sketch would otherwise run on one core.
+    min_partitions: int = 0
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,7 @@ def validate(cfg: Config) -> None:
     _check(bool(cfg.input.id_col), "input.id_col must not be empty")
     _check(bool(cfg.input.text_col), "input.text_col must not be empty")
     _check(cfg.input.id_col != cfg.input.text_col, "input.id_col and input.text_col must differ")
+    _check(cfg.input.min_partitions >= 0, f"input.min_partitions must be >= 0, got {cfg.input.min_partitions}")
     _one_of(cfg.shingle.unit, SHINGLE_UNITS, "shingle.unit")
     _check(cfg.shingle.k >= 1, f"shingle.k must be >= 1; got {cfg.shingle.k}")
     _check(1 <= cfg.minhash.num_perm <= 4096, f"minhash.num_perm must be in [1, 4096]; got {cfg.minhash.num_perm}")

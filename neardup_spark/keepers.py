@@ -1,4 +1,4 @@
-"""Stage 10, keepers: every document -> (doc_id, cluster_id, is_keeper, keeper_id, status).
+"""Stage 8, keepers: every document -> (doc_id, cluster_id, is_keeper, keeper_id, status).
 
 The keeper of a cluster is the first document under the configured rules,
 applied in order, with the smallest doc_id as the final tie-break:
@@ -14,7 +14,7 @@ clusters of one (`unique`); empty texts keep their own cluster (`empty`).
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -22,6 +22,7 @@ from . import columns as C
 from .config import Config, KeeperConfig
 
 TEXT_LEN = "text_len"
+_COMP = "_component"
 
 
 def keeper_columns(keeper: KeeperConfig) -> list[str]:
@@ -65,19 +66,27 @@ def rule_keys(keeper: KeeperConfig) -> list[Column]:
 
 
 def choose_keepers(docs: DataFrame, cfg: Config, components: DataFrame) -> DataFrame:
-    """docs(doc_id, is_empty, exact_hash, text_len, keeper columns) + components(doc_id, cluster_id)
-    -> clusters(doc_id, cluster_id, is_keeper, keeper_id, status)."""
+    """docs(_nid, doc_id, is_empty, exact_hash, text_len, keeper columns) + components(doc_id, cluster_id)
+    of internal ids -> clusters(doc_id, cluster_id, is_keeper, keeper_id, status).
+
+    cluster_id is the smallest doc_id of the component, so it does not depend
+    on the internal ids; documents in no component are clusters of one.
+    """
     keys = rule_keys(cfg.keeper)
-    ranked = docs.join(components, C.DOC_ID, "left").select(
+    comps = components.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(_COMP))
+    ranked = docs.join(comps, C.NID, "left").select(
         C.DOC_ID,
         C.IS_EMPTY,
         C.EXACT_HASH,
-        F.coalesce(F.col(C.CLUSTER_ID), F.col(C.DOC_ID)).alias(C.CLUSTER_ID),
+        F.coalesce(F.col(_COMP), F.col(C.NID)).alias(_COMP),
         F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h")).alias("rank"),
     )
-    best = ranked.groupBy(C.CLUSTER_ID).agg(
-        F.min("rank").alias("best"),
-        F.count(F.lit(1)).alias("size"),
+    # One shuffle: window aggregates over the component instead of a groupBy and a join back.
+    in_comp = Window.partitionBy(_COMP)
+    best, size = F.min("rank").over(in_comp), F.count(F.lit(1)).over(in_comp)
+    scored = ranked.select(
+        C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH,
+        F.min(C.DOC_ID).over(in_comp).alias(C.CLUSTER_ID), best.alias("best"), size.alias("size"),
     )
     keeper_id = F.col(f"best.k{len(keys) - 1}")
     status = (
@@ -87,7 +96,7 @@ def choose_keepers(docs: DataFrame, cfg: Config, components: DataFrame) -> DataF
         .when(F.col(C.EXACT_HASH) == F.col("best.h"), F.lit(C.EXACT_DUPLICATE))
         .otherwise(F.lit(C.DUPLICATE))
     )
-    return ranked.join(best, C.CLUSTER_ID).select(
+    return scored.select(
         C.DOC_ID,
         C.CLUSTER_ID,
         (F.col(C.DOC_ID) == keeper_id).alias(C.IS_KEEPER),

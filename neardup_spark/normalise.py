@@ -1,4 +1,4 @@
-"""Stage 2, normalise: text -> norm_text (NFKC, lower case, punctuation to spaces).
+"""Normalisation, the first step of the sketch stage: NFKC, lower case, punctuation to spaces.
 
 Whitespace always collapses to single spaces and the ends are trimmed, so
 tokens downstream are exactly the space-separated runs. "Punctuation" means
@@ -14,12 +14,10 @@ import sys
 import unicodedata
 
 import pandas as pd
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.functions import pandas_udf
 
-from . import columns as C
-from .config import Config, NormaliseConfig
+from .config import NormaliseConfig
 
 # Categories that separate words. Private-use (Co) and unassigned code points
 # are left alone: they carry meaning in some corpora and are rare.
@@ -59,17 +57,6 @@ def normalise_series(texts: pd.Series, opts: NormaliseConfig) -> pd.Series:
 def normalise_text(text: str, opts: NormaliseConfig = NormaliseConfig()) -> str:
     """One string, for tests and notebooks; the Spark stage never calls this per row."""
     return normalise_series(pd.Series([text], dtype=object), opts).iloc[0]
-
-
-def normalise(docs: DataFrame, cfg: Config) -> DataFrame:
-    """docs(doc_id, text, ...) -> docs + norm_text (string, null where text is null)."""
-    opts = cfg.normalise
-
-    @pandas_udf("string")
-    def _normalise(texts: pd.Series) -> pd.Series:
-        return normalise_series(texts, opts)
-
-    return docs.withColumn(C.NORM, _normalise(valid_utf8(docs[C.TEXT])))
 
 
 def valid_utf8(text: Column) -> Column:

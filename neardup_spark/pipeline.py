@@ -20,21 +20,18 @@ from pyspark.sql import functions as F
 
 from . import __version__
 from . import columns as C
-from .banding import band_keys
+from .banding import band_rows
 from .candidates import candidate_pairs
 from .components import connected_components
 from .config import Config, require_io_paths, to_dict
-from .exact import exact_edges, exact_pass, representatives
-from .keepers import TEXT_LEN, choose_keepers, keeper_inputs
-from .minhash import signatures
-from .normalise import normalise
+from .exact import exact_copies, exact_edges
+from .keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
 from .params import advice, lsh_params
-from .read import check_documents, documents, drop_bookkeeping, read_input
-from .shingles import shingle
+from .read import check_documents, documents, drop_bookkeeping, read_input, spread
+from .sketch import sketch
 from .verify import verify
 from .write import check_output_free, keeper_rows, write_report, write_tables
 
-PAIR_COLUMNS = (C.DOC_A, C.DOC_B, C.JACCARD, C.CONTAINMENT_A, C.CONTAINMENT_B)
 CLUSTER_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
 
 
@@ -86,45 +83,39 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
     with st.stage("read"):
         docs = documents(raw, cfg)
         counts["documents"] = check_documents(docs)
-        docs = drop_bookkeeping(docs)
+        docs = spread(drop_bookkeeping(docs), cfg)
 
-    with st.stage("normalise_exact"):
-        slim = docs.select(C.DOC_ID, C.TEXT, F.length(C.TEXT).alias(TEXT_LEN), *keeper_inputs(docs, cfg))
-        # The raw text is dropped before the exact pass's shuffle: only its
-        # length (keeper rule) and the normalised text travel.
-        table = st.keep(slim.transform(normalise, cfg).drop(C.TEXT).transform(exact_pass, cfg))
-        row = table.agg(
-            F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty"),
-            F.sum((~F.col(C.IS_EMPTY) & (F.col(C.DOC_ID) != F.col(C.EXACT_REP))).cast("long")).alias("copies"),
-        ).first()
-        counts["empty"] = int(row["empty"] or 0)
-        counts["exact_duplicates"] = int(row["copies"] or 0)
-
-    with st.stage("shingle_minhash"):
-        signed = st.keep(
-            representatives(table)
-            .transform(shingle, cfg)
-            .transform(signatures, cfg)
-            .select(C.DOC_ID, C.SHINGLES, C.SIGNATURE)
+    with st.stage("sketch"):
+        # Internal ids: every later shuffle moves 8-byte longs, whatever the
+        # users' ids are (URLs run to 100 bytes). Fixed once the table is persisted.
+        slim = docs.select(
+            F.monotonically_increasing_id().alias(C.NID), C.DOC_ID, C.TEXT,
+            F.length(C.TEXT).alias(TEXT_LEN), *keeper_inputs(docs, cfg),
         )
-        counts["signed_documents"] = signed.count()
-        index = st.keep(table.drop(C.NORM))
-        index.count()
-        table.unpersist()  # the texts are no longer needed
+        table = st.keep(sketch(slim, cfg, lsh))
+        row = table.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty")).first()
+        counts["empty"] = int(row["empty"] or 0)
+
+    with st.stage("exact"):
+        copies = st.keep(exact_copies(table))
+        counts["exact_duplicates"] = copies.count()
+        counts["signed_documents"] = counts["documents"] - counts["empty"] - counts["exact_duplicates"]
 
     with st.stage("band_candidates"):
-        cands = st.keep(signed.transform(band_keys, cfg, lsh).transform(candidate_pairs, cfg))
+        banded = band_rows(table, copies, counts["exact_duplicates"])
+        cands = st.keep(candidate_pairs(banded, cfg))
         counts["candidate_pairs"] = cands.count()
 
     with st.stage("verify"):
-        near = verify(cands, cfg, signed)
-        pairs = st.keep(near.unionByName(exact_edges(index)))
-        counts["verified_pairs"] = pairs.where(F.col(C.MATCH) == C.MATCH_NEAR).count()
+        near = st.keep(verify(cands, cfg, table))
+        counts["verified_pairs"] = near.count()
+        edges = near.unionByName(exact_edges(copies))
 
     with st.stage("components"):
-        comps = connected_components(pairs, cfg)  # iterates with its own actions; read once below
+        comps = connected_components(edges, cfg)  # iterates with its own actions; read once below
 
     with st.stage("keepers"):
+        index = table.select(C.NID, C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(cfg.keeper))
         clusters = st.keep(choose_keepers(index, cfg, comps).select(*CLUSTER_COLUMNS))
         row = clusters.agg(
             F.count(F.lit(1)).alias("n"),
@@ -146,8 +137,25 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
         "stage_seconds": st.seconds,
         "config": to_dict(cfg),
     }
+    pairs = with_doc_ids(edges, index.select(C.NID, C.DOC_ID))
     dedup = keeper_rows(raw, cfg, clusters)
-    return DedupResult(clusters, pairs.select(*PAIR_COLUMNS), dedup, report, st.cached)
+    return DedupResult(clusters, pairs, dedup, report, st.cached)
+
+
+def with_doc_ids(pairs: DataFrame, ids: DataFrame) -> DataFrame:
+    """Pairs of internal ids -> the output pairs table: doc ids, doc_a < doc_b."""
+    a = ids.select(F.col(C.NID).alias("_a"), F.col(C.DOC_ID).alias("_ida"))
+    b = ids.select(F.col(C.NID).alias("_b"), F.col(C.DOC_ID).alias("_idb"))
+    named = pairs.join(a, F.col(C.DOC_A) == F.col("_a")).join(b, F.col(C.DOC_B) == F.col("_b"))
+    swap = F.col("_ida") > F.col("_idb")
+    return named.select(
+        F.when(swap, F.col("_idb")).otherwise(F.col("_ida")).alias(C.DOC_A),
+        F.when(swap, F.col("_ida")).otherwise(F.col("_idb")).alias(C.DOC_B),
+        C.JACCARD,
+        F.when(swap, F.col(C.CONTAINMENT_B)).otherwise(F.col(C.CONTAINMENT_A)).alias(C.CONTAINMENT_A),
+        F.when(swap, F.col(C.CONTAINMENT_A)).otherwise(F.col(C.CONTAINMENT_B)).alias(C.CONTAINMENT_B),
+        C.MATCH,
+    )
 
 
 def run(spark: SparkSession, cfg: Config) -> dict:

@@ -116,6 +116,20 @@ def check_documents(docs: DataFrame) -> int:
     return int(row["n"])
 
 
+def spread(docs: DataFrame, cfg: Config) -> DataFrame:
+    """docs, repartitioned round robin when they come in fewer partitions than
+    cfg.input.min_partitions (0: Spark's default parallelism), so the
+    sketch stage keeps every core busy. On Spark Connect, which exposes no
+    partition counts, only an explicit min_partitions repartitions."""
+    want = cfg.input.min_partitions
+    try:
+        have = docs.rdd.getNumPartitions()
+        want = want or docs.sparkSession.sparkContext.defaultParallelism
+    except Exception:  # Spark Connect: no RDD API
+        return docs.repartition(want) if want else docs
+    return docs.repartition(want) if have < want else docs
+
+
 def drop_bookkeeping(docs: DataFrame) -> DataFrame:
     """Documents without the corrupt-record column once they are checked."""
     return docs.drop(CORRUPT) if CORRUPT in docs.columns else docs

@@ -1,30 +1,46 @@
-"""Stage 8, verify: candidate pairs -> pairs whose exact Jaccard reaches the threshold.
+"""Stage 6, verify: candidate pairs -> pairs whose exact Jaccard reaches the threshold.
 
-Each candidate is joined to both documents' stored shingle sets; the
-intersection is computed in the JVM (`array_intersect`). Containment of each
-side (|A n B| / |A|) is reported too: a short story inside a long page has a
-small Jaccard but a containment near 1.
+Each candidate is joined to both documents' stored shingle sets (binary,
+see `sketch`) and a Pandas UDF counts |A n B| with numpy; Jaccard and both
+containments (|A n B| / |A|: a short story inside a long page has a small
+Jaccard but a containment near 1) are computed from the sizes in the JVM.
 """
 
 from __future__ import annotations
 
+import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.functions import pandas_udf
 
 from . import columns as C
+from . import hashing
 from .config import Config
 
 
+def _intersection_series(left: pd.Series, right: pd.Series) -> pd.Series:
+    return pd.Series(hashing.intersection_sizes(left.tolist(), right.tolist()), index=left.index)
+
+
+def set_size(shingles) -> F.Column:
+    """Number of shingles in a stored set (4 bytes each)."""
+    return (F.length(shingles) / 4).cast("double")
+
+
 def verify(candidates: DataFrame, cfg: Config, shingled: DataFrame) -> DataFrame:
-    """candidates(doc_a, doc_b) + shingled(doc_id, shingles) ->
+    """candidates(doc_a, doc_b) + shingled(_nid, shingles) ->
     (doc_a, doc_b, jaccard, containment_a, containment_b, match) with jaccard >= threshold."""
-    sets = shingled.select(C.DOC_ID, C.SHINGLES)
-    left = sets.select(F.col(C.DOC_ID).alias(C.DOC_A), F.col(C.SHINGLES).alias("sa"))
-    right = sets.select(F.col(C.DOC_ID).alias(C.DOC_B), F.col(C.SHINGLES).alias("sb"))
+    intersection = pandas_udf(_intersection_series, "long")
+    sets = shingled.select(C.NID, C.SHINGLES)
+    left = sets.select(F.col(C.NID).alias(C.DOC_A), F.col(C.SHINGLES).alias("sa"))
+    right = sets.select(F.col(C.NID).alias(C.DOC_B), F.col(C.SHINGLES).alias("sb"))
     joined = candidates.join(left, C.DOC_A).join(right, C.DOC_B)
-    inter = F.size(F.array_intersect("sa", "sb")).cast("double")
-    size_a, size_b = F.size("sa").cast("double"), F.size("sb").cast("double")
-    scored = joined.select(
+    sized = joined.select(
+        C.DOC_A, C.DOC_B, intersection("sa", "sb").cast("double").alias("i"),
+        set_size("sa").alias("na"), set_size("sb").alias("nb"),
+    )
+    inter, size_a, size_b = F.col("i"), F.col("na"), F.col("nb")
+    scored = sized.select(
         C.DOC_A,
         C.DOC_B,
         (inter / (size_a + size_b - inter)).alias(C.JACCARD),

@@ -1,4 +1,4 @@
-"""Stage 11, write: clusters/, pairs/, deduplicated/ (Parquet) and report.json.
+"""Stage 9, write: clusters/, pairs/, deduplicated/ (Parquet) and report.json.
 
 `deduplicated/` holds the keepers' *original* input rows, every column as
 read, so downstream jobs see the data they gave us, minus the duplicates.

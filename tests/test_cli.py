@@ -29,7 +29,8 @@ def test_run_on_the_bundled_sample(spark, tmp_path, capsys):
     dedup = pd.read_parquet(out / "deduplicated")
     report = json.loads((out / "report.json").read_text())
     assert list(clusters.columns) == ["doc_id", "cluster_id", "is_keeper", "keeper_id", "status"]
-    assert list(pairs.columns) == ["doc_a", "doc_b", "jaccard", "containment_a", "containment_b"]
+    assert list(pairs.columns) == ["doc_a", "doc_b", "jaccard", "containment_a", "containment_b", "match"]
+    assert set(pairs["match"]) == {"near", "exact"}
     rows = pd.read_json(SAMPLE, lines=True)
     assert sorted(clusters.doc_id) == sorted(rows.id)
     assert sorted(dedup.id) == sorted(clusters.doc_id[clusters.is_keeper])

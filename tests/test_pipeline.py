@@ -95,7 +95,7 @@ def test_report_counts_add_up(rows, result):
     assert counts["removed"] == len(rows) - counts["clusters"]
     assert counts["candidate_pairs"] >= counts["verified_pairs"] > 0
     assert counts["exact_duplicates"] >= 1  # the whitespace edits
-    assert set(result.report["stage_seconds"]) >= {"read", "shingle_minhash", "verify", "components", "keepers"}
+    assert set(result.report["stage_seconds"]) >= {"read", "sketch", "exact", "band_candidates", "verify", "components", "keepers"}
     assert result.report["lsh"]["bands"] == 42 and result.report["lsh"]["rows"] == 3
 
 

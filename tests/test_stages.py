@@ -1,14 +1,17 @@
 """Each stage on hand-written rows."""
 
+import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
 from neardup_spark.candidates import candidate_pairs
 from neardup_spark.config import Config
-from neardup_spark.exact import exact_edges, exact_pass, representatives
+from neardup_spark.banding import band_rows
+from neardup_spark.exact import exact_copies, exact_edges
 from neardup_spark.keepers import choose_keepers
-from neardup_spark.normalise import normalise
+from neardup_spark.params import lsh_params
+from neardup_spark.sketch import sketch
 from neardup_spark.verify import verify
 
 
@@ -16,47 +19,57 @@ def cfg(**overrides):
     return Config().with_overrides(overrides)
 
 
-def test_normalise_and_exact_pass(spark):
-    docs = spark.createDataFrame(
-        [(5, "Same  TEXT here."), (2, "same text here"), (9, "other"), (3, None), (4, "!!!"), (7, "same text, here")],
-        "doc_id long, text string",
-    )
-    out = {r[C.DOC_ID]: r for r in docs.transform(normalise, cfg()).transform(exact_pass, cfg()).collect()}
-    assert out[5][C.NORM] == "same text here"
-    assert {d: out[d][C.EXACT_REP] for d in (5, 2, 7)} == {5: 2, 2: 2, 7: 2}
-    assert out[9][C.EXACT_REP] == 9
-    assert out[3][C.IS_EMPTY] and out[4][C.IS_EMPTY] and out[3][C.EXACT_REP] == 3
-    table = docs.transform(normalise, cfg()).transform(exact_pass, cfg())
-    assert sorted(r[C.DOC_ID] for r in representatives(table).collect()) == [2, 9]
-    edges = sorted((r[C.DOC_A], r[C.DOC_B], r[C.JACCARD]) for r in exact_edges(table).collect())
-    assert edges == [(2, 5, 1.0), (2, 7, 1.0)]
+def _sketched(spark, rows):
+    docs = spark.createDataFrame(rows, "doc_id long, text string")
+    return docs.withColumn(C.NID, F.col(C.DOC_ID) * 10).transform(sketch, cfg())
+
+
+def test_sketch_and_exact_copies(spark):
+    rows = [(5, "Same  TEXT here."), (2, "same text here"), (9, "other"), (3, None), (4, "!!!"), (7, "same text, here")]
+    table = _sketched(spark, rows)
+    out = {r[C.DOC_ID]: r for r in table.collect()}
+    assert out[5][C.EXACT_HASH] == out[2][C.EXACT_HASH] == out[7][C.EXACT_HASH] != out[9][C.EXACT_HASH]
+    assert out[5][C.BANDS] == out[2][C.BANDS] and len(out[9][C.BANDS]) == lsh_params(cfg()).bands
+    assert out[3][C.IS_EMPTY] and out[4][C.IS_EMPTY] and not out[9][C.IS_EMPTY]
+    assert out[3][C.EXACT_HASH] is None and out[4][C.BANDS] == [] and bytes(out[4][C.SHINGLES]) == b""
+    assert C.TEXT not in table.columns
+    copies = exact_copies(table)
+    assert sorted(tuple(r) for r in copies.collect()) == [(50, 20), (70, 20)]  # (_nid, rep _nid)
+    edges = sorted((r[C.DOC_A], r[C.DOC_B], r[C.JACCARD], r[C.MATCH]) for r in exact_edges(copies).collect())
+    assert edges == [(20, 50, 1.0, C.MATCH_EXACT), (20, 70, 1.0, C.MATCH_EXACT)]
+
+
+def test_banding_leaves_out_exact_copies_and_empty_texts(spark):
+    table = _sketched(spark, [(1, "one two three four five six"), (2, "One two, three four five six!"), (3, "")])
+    rows = band_rows(table, exact_copies(table), 1).collect()
+    assert {r[C.NID] for r in rows} == {10}
+    assert len(rows) == lsh_params(cfg()).bands
 
 
 def _banded(spark, rows):
-    return spark.createDataFrame(rows, "doc_id long, band int, bucket long")
+    return spark.createDataFrame(rows, "_nid long, bucket long")
 
 
 def test_candidates_all_pairs_in_small_buckets_deduplicated_across_bands(spark):
-    rows = [(d, 0, 11) for d in (3, 1, 2)] + [(d, 1, 7) for d in (1, 2)] + [(4, 1, 8)]
+    rows = [(d, 11) for d in (3, 1, 2)] + [(d, 7) for d in (1, 2)] + [(4, 8)]
     got = sorted(tuple(r) for r in candidate_pairs(_banded(spark, rows), cfg()).collect())
     assert got == [(1, 2), (1, 3), (2, 3)]
 
 
 def test_candidates_star_beyond_the_limit(spark):
-    rows = [(d, 0, 5) for d in range(10, 0, -1)]
+    rows = [(d, 5) for d in range(10, 0, -1)]
     got = sorted(tuple(r) for r in candidate_pairs(_banded(spark, rows), cfg(**{"lsh.all_pairs_bucket_limit": 4})).collect())
     assert got == [(1, d) for d in range(2, 11)]  # n-1 pairs, not n(n-1)/2
 
 
-def test_candidates_with_string_ids(spark):
-    rows = spark.createDataFrame([("b", 0, 1), ("a", 0, 1), ("c", 0, 1)], "doc_id string, band int, bucket long")
-    assert sorted(tuple(r) for r in candidate_pairs(rows, cfg()).collect()) == [("a", "b"), ("a", "c"), ("b", "c")]
+def _packed(values):
+    return bytearray(np.array(sorted(values), dtype="<u4").tobytes())
 
 
 def test_verify_exact_jaccard_and_containment(spark):
     shingled = spark.createDataFrame(
-        [(1, [1, 2, 3, 4]), (2, [1, 2, 3, 4, 5, 6, 7, 8]), (3, [9, 10]), (4, [1, 2, 3, 5])],
-        "doc_id long, shingles array<int>",
+        [(1, _packed([1, 2, 3, 4])), (2, _packed(range(1, 9))), (3, _packed([9, 10])), (4, _packed([1, 2, 3, 5]))],
+        "_nid long, shingles binary",
     )
     cands = spark.createDataFrame([(1, 2), (1, 3), (1, 4)], "doc_a long, doc_b long")
     got = {(r[0], r[1]): r for r in verify(cands, cfg(**{"verify.threshold": 0.3}), shingled).collect()}
@@ -68,8 +81,9 @@ def test_verify_exact_jaccard_and_containment(spark):
 
 
 def _index(spark):
-    # doc 1..4 in one cluster, 5 alone, 6 empty.
-    return spark.createDataFrame(
+    # doc 1..4 in one cluster, 5 alone, 6 empty. Internal ids run backwards
+    # (_nid = 100 - doc_id) so the smallest _nid is never the smallest doc_id.
+    docs = spark.createDataFrame(
         [
             (1, False, "h1", 100, "2026-01-05", "wire"),
             (2, False, "h2", 300, "2026-01-02", "blog"),
@@ -80,6 +94,13 @@ def _index(spark):
         ],
         "doc_id long, is_empty boolean, exact_hash string, text_len int, published_at string, source string",
     )
+    return docs.withColumn(C.NID, 100 - F.col(C.DOC_ID))
+
+
+def _comps(spark, doc_ids):
+    """Components over internal ids: every listed document in one, named by its smallest _nid."""
+    nids = [100 - d for d in doc_ids]
+    return spark.createDataFrame([(n, min(nids)) for n in nids], "doc_id long, cluster_id long")
 
 
 @pytest.mark.parametrize(
@@ -93,11 +114,12 @@ def _index(spark):
     ],
 )
 def test_keeper_rules(spark, rules, extra, keeper):
-    comps = spark.createDataFrame([(d, 1) for d in (1, 2, 3, 4)], "doc_id long, cluster_id long")
+    comps = _comps(spark, (1, 2, 3, 4))
     out = {r[C.DOC_ID]: r for r in choose_keepers(_index(spark), cfg(**{"keeper.rules": rules, **extra}), comps).collect()}
     assert len(out) == 6
     assert {d: out[d][C.KEEPER_ID] for d in (1, 2, 3, 4)} == {d: keeper for d in (1, 2, 3, 4)}
     assert [d for d in (1, 2, 3, 4) if out[d][C.IS_KEEPER]] == [keeper]
+    assert {out[d][C.CLUSTER_ID] for d in (1, 2, 3, 4)} == {1}  # the smallest doc_id, not _nid
     assert out[5][C.STATUS] == C.UNIQUE and out[5][C.KEEPER_ID] == 5 and out[5][C.IS_KEEPER]
     assert out[6][C.STATUS] == C.EMPTY and out[6][C.CLUSTER_ID] == 6
     assert out[keeper][C.STATUS] == C.KEEPER
@@ -106,6 +128,6 @@ def test_keeper_rules(spark, rules, extra, keeper):
 
 
 def test_earliest_puts_missing_times_last(spark):
-    comps = spark.createDataFrame([(1, 1), (3, 1)], "doc_id long, cluster_id long")
+    comps = _comps(spark, (1, 3))
     out = choose_keepers(_index(spark).where(F.col("doc_id").isin(1, 3)), cfg(**{"keeper.rules": "earliest"}), comps)
     assert {r[C.KEEPER_ID] for r in out.collect()} == {1}

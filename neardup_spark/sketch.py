@@ -1,0 +1,106 @@
+"""Stages 2-6 in one pass: text -> exact digest, shingle set and LSH band keys.
+
+One Pandas UDF reads each Arrow batch of raw text once and runs, in numpy,
+what used to be four Spark stages: normalise (see `normalise`), hash the
+normalised text for the exact pass, shingle it, MinHash the shingles and
+hash each band of the signature into a 64-bit bucket key. Only the results
+travel back to the JVM: a 16-byte digest, the distinct 32-bit shingles
+as one binary value (sorted little-endian uint32, kept for exact
+verification; a Spark array of ~370 ints costs several times more to
+convert and to shuffle) and `bands` bucket keys. The normalised text
+and the 128-value signature never leave the Python worker, so nothing large
+is shuffled by the exact pass and no per-band hashing runs in the JVM.
+
+Each band's key mixes the band's index with its `rows` signature values, so
+keys of different bands never meet: the key alone identifies the bucket.
+Same seed, same keys, on any partitioning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.functions import pandas_udf
+
+from . import columns as C
+from . import hashing
+from .config import Config, NormaliseConfig
+from .normalise import normalise_series, valid_utf8
+from .params import LshParams, lsh_params
+
+SKETCH_TYPE = f"struct<{C.EXACT_HASH}:binary,{C.SHINGLES}:binary,{C.BANDS}:array<bigint>>"
+_DIGEST_BYTES = 16
+
+
+def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """[n, num_perm] uint32 signatures -> [n, bands] int64 bucket keys.
+
+    Key of band i = mix64 of (i, its rows values) folded polynomially; a
+    64-bit collision only adds a candidate that verification rejects.
+    """
+    n = signatures.shape[0]
+    acc = np.broadcast_to(hashing.mix64(np.arange(bands, dtype=np.uint64) + np.uint64(1)), (n, bands)).copy()
+    cut = signatures[:, : bands * rows].reshape(n, bands, rows).astype(np.uint64)
+    for j in range(rows):
+        acc *= hashing.SHINGLE_MULT
+        acc += cut[:, :, j]
+    return hashing.mix64(acc).view(np.int64)
+
+
+def digest(text: str) -> bytes:
+    """128-bit BLAKE2b of a normalised text: the exact-pass key (collisions ~2**-64 at 10**10 docs)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=_DIGEST_BYTES).digest()
+
+
+def sketch_frame(
+    texts: pd.Series, opts: NormaliseConfig, unit: str, k: int, seed: int, a: np.ndarray, b: np.ndarray, lsh: LshParams
+) -> pd.DataFrame:
+    """Raw texts -> DataFrame(exact_hash, shingles, bands); empty texts get a null hash and no shingles or bands."""
+    norm = normalise_series(texts, opts)
+    n = len(norm)
+    hashes: list[bytes | None] = [None] * n
+    shingles: list[bytes] = [b""] * n
+    keys: list[np.ndarray] = [np.zeros(0, np.int64)] * n
+    present = [i for i, t in enumerate(norm) if isinstance(t, str) and t]
+    for lo in range(0, len(present), hashing.SUB_BATCH):
+        rows_ = present[lo : lo + hashing.SUB_BATCH]
+        chunk = [norm.iat[i] for i in rows_]
+        values, offsets = hashing.shingle_texts(chunk, unit, k, seed)
+        sig = hashing.minhash(values, offsets, a, b)
+        band = band_keys(sig, lsh.bands, lsh.rows)
+        packed = values.astype("<u4", copy=False).tobytes()
+        for j, i in enumerate(rows_):
+            hashes[i] = digest(chunk[j])
+            shingles[i] = packed[4 * offsets[j] : 4 * offsets[j + 1]]
+            keys[i] = band[j]
+    return pd.DataFrame({C.EXACT_HASH: hashes, C.SHINGLES: shingles, C.BANDS: keys}, index=texts.index)
+
+
+def sketch_column(text: Column, cfg: Config, lsh: LshParams | None = None) -> Column:
+    """A struct column (exact_hash, shingles, bands) computed from raw `text`."""
+    lsh = lsh or lsh_params(cfg)
+    opts, unit, k, seed = cfg.normalise, cfg.shingle.unit, cfg.shingle.k, cfg.minhash.seed
+    a, b = hashing.permutations(cfg.minhash.num_perm, seed)
+
+    @pandas_udf(SKETCH_TYPE)
+    def _sketch(texts: pd.Series) -> pd.DataFrame:
+        return sketch_frame(texts, opts, unit, k, seed, a, b, lsh)
+
+    return _sketch(valid_utf8(text))
+
+
+def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None) -> DataFrame:
+    """docs(text, ...) -> docs without text + exact_hash, shingles, bands, is_empty."""
+    s = "_sketch"
+    out = docs.withColumn(s, sketch_column(F.col(C.TEXT), cfg, lsh)).drop(C.TEXT)
+    return out.select(
+        *[c for c in out.columns if c != s],
+        F.col(f"{s}.{C.EXACT_HASH}").alias(C.EXACT_HASH),
+        F.col(f"{s}.{C.SHINGLES}").alias(C.SHINGLES),
+        F.col(f"{s}.{C.BANDS}").alias(C.BANDS),
+        F.col(f"{s}.{C.EXACT_HASH}").isNull().alias(C.IS_EMPTY),
+    )

@@ -1,0 +1,63 @@
+"""The fused sketch kernel (no JVM): digests, stored shingle sets, band keys, intersections."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from neardup_spark import hashing as H
+from neardup_spark.config import Config
+from neardup_spark.normalise import normalise_text
+from neardup_spark.params import lsh_params
+from neardup_spark.sketch import band_keys, digest, sketch_frame
+
+CFG = Config()
+LSH = lsh_params(CFG)
+A, B = H.permutations(CFG.minhash.num_perm, CFG.minhash.seed)
+
+
+def frame(texts):
+    return sketch_frame(pd.Series(texts, dtype=object), CFG.normalise, "word", 5, CFG.minhash.seed, A, B, LSH)
+
+
+def test_sketch_matches_the_kernels_it_fuses():
+    texts = ["The cat sat on the mat, again and again.", "Another text  entirely here today friends", None, " ... "]
+    out = frame(texts)
+    for i in (0, 1):
+        norm = normalise_text(texts[i])
+        values, offsets = H.shingle_texts([norm], "word", 5, CFG.minhash.seed)
+        assert np.array_equal(H.unpack_set(out.iloc[i]["shingles"]), values)
+        sig = H.minhash(values, offsets, A, B)
+        assert np.array_equal(out.iloc[i]["bands"], band_keys(sig, LSH.bands, LSH.rows)[0])
+        assert out.iloc[i]["exact_hash"] == digest(norm)
+    for i in (2, 3):  # null and punctuation-only: empty, no shingles, no bands
+        assert out.iloc[i]["exact_hash"] is None and out.iloc[i]["shingles"] == b"" and len(out.iloc[i]["bands"]) == 0
+
+
+def test_same_normalised_text_same_sketch_in_any_batch():
+    a = frame(["Hello, World! " * 20, "x y z"]).iloc[0]
+    b = frame(["q"] * 700 + ["hello world " * 20]).iloc[-1]  # crosses a sub-batch boundary
+    assert a["exact_hash"] == b["exact_hash"] and a["shingles"] == b["shingles"]
+    assert np.array_equal(a["bands"], b["bands"])
+
+
+def test_band_keys_share_exactly_the_equal_bands():
+    rng = np.random.default_rng(3)
+    sig = rng.integers(0, 2**32, size=(2, 12), dtype=np.uint64).astype(np.uint32)
+    sig[1, 3:6] = sig[0, 3:6]  # band 1 of (4 bands x 3 rows) equal
+    keys = band_keys(sig, 4, 3)
+    assert keys.shape == (2, 4) and keys.dtype == np.int64
+    assert [keys[0, i] == keys[1, i] for i in range(4)] == [False, True, False, False]
+    same = np.tile(sig[0, :3], 4).reshape(1, 12)  # equal values in every band: keys still differ by band
+    assert len(set(band_keys(same, 4, 3)[0])) == 4
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_intersection_sizes_match_python_sets(seed):
+    rng = np.random.default_rng(seed)
+    sets = [np.unique(rng.integers(0, 2**32, size=rng.integers(0, 60), dtype=np.uint64)).astype("<u4") for _ in range(40)]
+    sets += [sets[0][::2].copy(), np.zeros(0, "<u4")]
+    blobs = [s.tobytes() for s in sets]
+    pairs = [(i, j) for i in range(len(sets)) for j in range(len(sets))]
+    got = H.intersection_sizes([blobs[i] for i, _ in pairs], [blobs[j] for _, j in pairs])
+    want = [len(set(sets[i].tolist()) & set(sets[j].tolist())) for i, j in pairs]
+    assert got.tolist() == want
