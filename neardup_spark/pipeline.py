@@ -103,7 +103,7 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
 
     with st.stage("band_candidates"):
         banded = band_rows(table, copies, counts["exact_duplicates"])
-        cands = st.keep(candidate_pairs(banded, cfg))
+        cands = st.keep(candidate_pairs(banded, cfg, st.keep))
         counts["candidate_pairs"] = cands.count()
 
     with st.stage("verify"):
