@@ -6,7 +6,8 @@ Each size: the seeded seven-edit corpus is generated once (cached under
 --work), then `neardup run` runs as a separate process with --master
 local[2] and conf/local.toml, session start included, as a user would
 experience it. Prints a table and writes benchmarks/results/scale.json.
-Peak memory is not measured here yet.
+Peak memory is the summed RSS of the process tree (JVM and Python
+workers); shuffle bytes per pipeline stage come from Spark's event log.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import sparklog
 from neardup_spark import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,20 +38,28 @@ def corpus_dir(work: Path, docs: int, seed: int) -> Path:
     return path
 
 
-def run_once(corpus_path: Path, out: Path, master: str, partitions: int) -> dict:
+def run_once(corpus_path: Path, out: Path, master: str, partitions: int, extra: list[str] | None = None) -> dict:
+    """One `neardup run` as its own process: wall time, the report's stage
+    times and counts, peak RSS of the process tree and shuffle bytes per stage."""
     neardup = Path(sys.executable).parent / "neardup"
+    logs = out.parent / f"{out.name}-eventlog"
+    shutil.rmtree(logs, ignore_errors=True)
     cmd = [str(neardup), "run", "--input", str(corpus_path), "--format", "parquet", "--output", str(out),
            "--overwrite", "--config", str(ROOT / "conf" / "local.toml"), "--master", master,
-           "--shuffle-partitions", str(partitions), "--quiet"]
+           "--shuffle-partitions", str(partitions), "--quiet", *sparklog.event_log_conf(logs), *(extra or [])]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with sparklog.PeakRss(proc.pid) as rss:
+        _, stderr = proc.communicate()
     wall = time.perf_counter() - start
     if proc.returncode:
-        raise SystemExit(f"neardup run failed:\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"neardup run failed:\n{stderr[-3000:]}")
     report = json.loads((out / "report.json").read_text())
+    shuffle = sparklog.shuffle_by_stage(sparklog.newest_log(logs))
     return {"process_seconds": round(wall, 2), "pipeline_seconds": report["wall_seconds"],
-            "stage_seconds": report["stage_seconds"], "counts": report["counts"]}
+            "stage_seconds": report["stage_seconds"], "counts": report["counts"],
+            "peak_rss_mb": round(rss.peak / 2**20), "shuffle_mb": {k: round(v / 2**20, 1) for k, v in shuffle.items()}}
 
 
 def main(argv=None) -> list[dict]:
@@ -62,14 +73,17 @@ def main(argv=None) -> list[dict]:
     args = ap.parse_args(argv)
     work = Path(args.work)
     rows = []
-    print(f"{'docs':>9} {'process s':>10} {'pipeline s':>11} {'candidates':>11} {'verified':>9}  stage seconds")
+    print(f"{'docs':>9} {'process s':>10} {'pipeline s':>11} {'candidates':>11} {'verified':>9} {'peak RSS MB':>12}"
+          f" {'shuffle MB':>11}  stage seconds")
     for docs in args.docs:
         path = corpus_dir(work, docs, args.seed)
         row = {"docs": docs, **run_once(path, work / f"out-{docs}", args.master, args.shuffle_partitions)}
         rows.append(row)
         c = row["counts"]
-        print(f"{docs:>9} {row['process_seconds']:>10} {row['pipeline_seconds']:>11} "
-              f"{c['candidate_pairs']:>11} {c['verified_pairs']:>9}  {json.dumps(row['stage_seconds'])}", flush=True)
+        print(f"{docs:>9} {row['process_seconds']:>10} {row['pipeline_seconds']:>11} {c['candidate_pairs']:>11}"
+              f" {c['verified_pairs']:>9} {row['peak_rss_mb']:>12} {sum(row['shuffle_mb'].values()):>11.1f}"
+              f"  {json.dumps(row['stage_seconds'])}", flush=True)
+        print(f"{'':>9} shuffle MB by stage: {json.dumps(row['shuffle_mb'])}", flush=True)
     result = {"benchmark": "scale", "master": args.master, "shuffle_partitions": args.shuffle_partitions,
               "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
               "runs": rows}

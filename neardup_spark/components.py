@@ -27,8 +27,10 @@ from .errors import BackendError, ConvergenceError, one_line
 SRC, DST = "src", "dst"
 
 
-def connected_components(edges: DataFrame, cfg: Config) -> DataFrame:
-    """edges(doc_a, doc_b) -> (doc_id, cluster_id) for every document in an edge."""
+def connected_components(edges: DataFrame, cfg: Config, stats: dict | None = None) -> DataFrame:
+    """edges(doc_a, doc_b) -> (doc_id, cluster_id) for every document in an edge.
+
+    `stats`, if given, receives "components_rounds" (dataframe backend)."""
     pairs = edges.select(F.col(C.DOC_A).alias(SRC), F.col(C.DOC_B).alias(DST)).where(F.col(SRC) != F.col(DST))
     # Start from a checkpoint: the pairs' plan carries the whole pipeline, and an
     # iterative algorithm that re-plans it every round builds plan strings large
@@ -36,7 +38,7 @@ def connected_components(edges: DataFrame, cfg: Config) -> DataFrame:
     pairs = _materialise(pairs.distinct(), cfg.cluster.checkpoint, True)
     if cfg.cluster.backend == "graphframes":
         return _graphframes(pairs, cfg)
-    return _star_contraction(pairs, cfg)
+    return _star_contraction(pairs, cfg, stats if stats is not None else {})
 
 
 def _large_star(edges: DataFrame) -> DataFrame:
@@ -90,13 +92,14 @@ def _materialise(df: DataFrame, mode: str, checkpoint_now: bool) -> DataFrame:
     return df.persist(StorageLevel.MEMORY_AND_DISK)
 
 
-def _star_contraction(edges: DataFrame, cfg: Config) -> DataFrame:
+def _star_contraction(edges: DataFrame, cfg: Config, stats: dict) -> DataFrame:
     for round_no in range(1, cfg.cluster.max_iterations + 1):
         nxt = _small_star(_large_star(edges))
         nxt = _materialise(nxt, cfg.cluster.checkpoint, round_no % cfg.cluster.checkpoint_interval == 0)
         done = _is_star_forest(nxt)  # the action that computes (and caches) this round
         edges.unpersist()
         edges = nxt
+        stats["components_rounds"] = round_no
         if done:
             break
     else:

@@ -136,7 +136,10 @@ class Config:
     spark: SparkConfig = SparkConfig()
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> "Config":
-        """A validated copy with dotted keys replaced, e.g. {"verify.threshold": 0.5}."""
+        """A validated copy with dotted keys replaced, e.g. {"verify.threshold": 0.5}.
+
+        A mapping (spark.conf) is merged key by key, so `--conf k=v` adds to
+        the config file's Spark settings instead of dropping them."""
         data = to_dict(self)
         for dotted, value in overrides.items():
             if value is None:
@@ -144,7 +147,10 @@ class Config:
             section, _, key = dotted.partition(".")
             if not key:
                 raise ConfigError(f"override {dotted!r} must be 'section.key'")
-            data.setdefault(section, {})[key] = value
+            current = data.setdefault(section, {})
+            if isinstance(value, Mapping) and isinstance(current.get(key), Mapping):
+                value = {**current[key], **value}
+            current[key] = value
         return from_dict(data)
 
 

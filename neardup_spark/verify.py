@@ -27,14 +27,22 @@ def set_size(shingles) -> F.Column:
     return (F.length(shingles) / 4).cast("double")
 
 
-def verify(candidates: DataFrame, cfg: Config, shingled: DataFrame) -> DataFrame:
+# Up to this many candidates are broadcast for the first join, so the big
+# side (every document's shingle set) is not shuffled for it.
+BROADCAST_CANDIDATES = 2_000_000
+
+
+def verify(candidates: DataFrame, cfg: Config, shingled: DataFrame, n_candidates: int | None = None) -> DataFrame:
     """candidates(doc_a, doc_b) + shingled(_nid, shingles) ->
-    (doc_a, doc_b, jaccard, containment_a, containment_b, match) with jaccard >= threshold."""
+    (doc_a, doc_b, jaccard, containment_a, containment_b, match) with jaccard >= threshold.
+
+    `n_candidates`, when known and small, lets the first join broadcast them."""
     intersection = pandas_udf(_intersection_series, "long")
     sets = shingled.select(C.NID, C.SHINGLES)
     left = sets.select(F.col(C.NID).alias(C.DOC_A), F.col(C.SHINGLES).alias("sa"))
     right = sets.select(F.col(C.NID).alias(C.DOC_B), F.col(C.SHINGLES).alias("sb"))
-    joined = candidates.join(left, C.DOC_A).join(right, C.DOC_B)
+    small = n_candidates is not None and n_candidates <= BROADCAST_CANDIDATES
+    joined = left.join(F.broadcast(candidates) if small else candidates, C.DOC_A).join(right, C.DOC_B)
     sized = joined.select(
         C.DOC_A, C.DOC_B, intersection("sa", "sb").cast("double").alias("i"),
         set_size("sa").alias("na"), set_size("sb").alias("nb"),

@@ -63,3 +63,10 @@ def test_missing_or_broken_file(tmp_path):
 def test_config_is_immutable():
     with pytest.raises(Exception):
         Config().verify.threshold = 0.9  # type: ignore[misc]
+
+
+def test_spark_conf_overrides_add_to_the_file_settings(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('[spark]\nconf = { "spark.driver.memory" = "4g", "spark.a" = "1" }\n')
+    cfg = load_config(path, overrides={"spark.conf": {"spark.a": "2", "spark.b": "3"}})
+    assert dict(cfg.spark.conf) == {"spark.driver.memory": "4g", "spark.a": "2", "spark.b": "3"}

@@ -66,13 +66,14 @@ def _packed(values):
     return bytearray(np.array(sorted(values), dtype="<u4").tobytes())
 
 
-def test_verify_exact_jaccard_and_containment(spark):
+@pytest.mark.parametrize("n_candidates", [None, 3])  # shuffle join, broadcast join
+def test_verify_exact_jaccard_and_containment(spark, n_candidates):
     shingled = spark.createDataFrame(
         [(1, _packed([1, 2, 3, 4])), (2, _packed(range(1, 9))), (3, _packed([9, 10])), (4, _packed([1, 2, 3, 5]))],
         "_nid long, shingles binary",
     )
     cands = spark.createDataFrame([(1, 2), (1, 3), (1, 4)], "doc_a long, doc_b long")
-    got = {(r[0], r[1]): r for r in verify(cands, cfg(**{"verify.threshold": 0.3}), shingled).collect()}
+    got = {(r[0], r[1]): r for r in verify(cands, cfg(**{"verify.threshold": 0.3}), shingled, n_candidates).collect()}
     assert set(got) == {(1, 2), (1, 4)}
     assert got[(1, 2)][C.JACCARD] == pytest.approx(0.5)
     assert got[(1, 2)][C.CONTAINMENT_A] == pytest.approx(1.0)

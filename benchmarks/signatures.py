@@ -1,0 +1,187 @@
+"""Signature-stage throughput, side by side in one run: docs/s per core.
+
+    .venv/bin/python -m benchmarks.signatures --docs 25000
+
+On the seeded corpus (generated once under --work, as in benchmarks.scale):
+
+* `numpy reference`: a plain vectorised MinHash written here, independent of
+  the package: str.lower/split per document, token hashes, 5-word shingles
+  combined by slices, 128 affine 32-bit permutations in a loop over a
+  cache-sized batch, `np.minimum.reduceat`. One core, text in memory.
+* `neardup kernel`: the package's `sketch_frame` (normalise + digest +
+  shingles + MinHash + band keys) on pandas batches, one core, no Spark.
+* `neardup UDF in Spark`: the same sketch as the pipeline runs it, a Pandas
+  UDF over the cached text in Spark local[2]; wall time of a noop write,
+  docs/s divided by the 2 cores.
+* `datasketch`: `MinHash(num_perm=128).update_batch` with the shingling in
+  Python, as its users write it. It runs in the peers venv
+  (benchmarks/setup-peers.sh, which installs datasketch there), never in .venv;
+  the column is skipped if that venv has no datasketch.
+
+Prints a table and writes benchmarks/results/signatures.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.scale import corpus_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).parent / "results"
+NUM_PERM, K, BATCH = 128, 5, 512
+
+_DATASKETCH = r"""
+import sys, time, json
+import pyarrow.parquet as pq
+from datasketch import MinHash
+texts = pq.read_table(sys.argv[1], columns=["text"]).column("text").to_pylist()[: int(sys.argv[2])]
+start = time.process_time()
+for t in texts:
+    w = t.lower().split()
+    m = MinHash(num_perm=128)
+    m.update_batch([" ".join(w[i : i + 5]).encode() for i in range(max(1, len(w) - 4))])
+print(json.dumps({"seconds": time.process_time() - start, "docs": len(texts)}))
+"""
+
+
+def numpy_reference(texts: list[str]) -> np.ndarray:
+    """Plain vectorised MinHash: [n, 128] uint32. Deliberately independent of neardup_spark."""
+    rng = np.random.default_rng(0)
+    a = rng.integers(1, 2**32, NUM_PERM, dtype=np.uint64).astype(np.uint32) | np.uint32(1)
+    b = rng.integers(0, 2**32, NUM_PERM, dtype=np.uint64).astype(np.uint32)
+    out = np.empty((len(texts), NUM_PERM), dtype=np.uint32)
+    for lo in range(0, len(texts), BATCH):
+        words = [t.lower().split() for t in texts[lo : lo + BATCH]]
+        counts = np.fromiter((max(len(w) - K + 1, 1) for w in words), np.int64, len(words))
+        tok = np.fromiter((hash(x) for w in words for x in w), np.int64).view(np.uint64)
+        lens = np.fromiter((len(w) for w in words), np.int64, len(words))
+        starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
+        acc = np.zeros(tok.size, dtype=np.uint64)
+        for j in range(K):  # shingle i = tokens i..i+4, combined by slices
+            acc[: tok.size - j] = acc[: tok.size - j] * np.uint64(0x100000001B3) + tok[j:]
+        keep = np.concatenate([np.arange(s, s + c) for s, c in zip(starts, counts)])
+        sh = (acc[keep] >> np.uint64(32)).astype(np.uint32)
+        seg = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        buf = np.empty_like(sh)
+        for i in range(NUM_PERM):  # one permutation at a time over the batch
+            np.multiply(sh, a[i], out=buf)
+            np.add(buf, b[i], out=buf)
+            out[lo : lo + len(words), i] = np.minimum.reduceat(buf, seg)
+    return out
+
+
+def cpu_rate(fn, texts, repeats: int = 2) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        fn(texts)
+        best = min(best, time.process_time() - start)
+    return len(texts) / best
+
+
+def kernel(texts: list[str]) -> None:
+    import pandas as pd
+
+    from neardup_spark import hashing
+    from neardup_spark.config import Config
+    from neardup_spark.params import lsh_params
+    from neardup_spark.sketch import sketch_frame
+
+    cfg = Config()
+    a, b = hashing.permutations(cfg.minhash.num_perm, cfg.minhash.seed)
+    lsh = lsh_params(cfg)
+    for lo in range(0, len(texts), 10_000):  # Arrow batches of 10k, as the UDF sees them
+        batch = pd.Series(texts[lo : lo + 10_000], dtype=object)
+        sketch_frame(batch, cfg.normalise, "word", K, cfg.minhash.seed, a, b, lsh)
+
+
+def spark_udf(path: Path, docs: int, master: str) -> dict:
+    from pyspark.sql import functions as F
+
+    from neardup_spark.config import load_config
+    from neardup_spark.session import build_session
+    from neardup_spark.sketch import sketch_column
+
+    cfg = load_config(ROOT / "conf" / "local.toml", overrides={"spark.master": master})
+    spark = build_session(cfg.spark)
+    try:
+        text = spark.read.parquet(str(path)).select("text").limit(docs).cache()
+        n = text.count()
+        cores = spark.sparkContext.defaultParallelism
+        partitions = text.rdd.getNumPartitions()
+        rates = []
+        for _ in range(2):
+            start = time.perf_counter()
+            text.select(sketch_column(F.col("text"), cfg).alias("s")).write.format("noop").mode("overwrite").save()
+            rates.append(n / (time.perf_counter() - start) / cores)
+        return {"docs_per_s_per_core": max(rates), "cores": cores, "partitions": partitions}
+    finally:
+        spark.stop()
+
+
+def datasketch(path: Path, docs: int, python: str) -> dict | None:
+    if not Path(python).exists():
+        return None
+    proc = subprocess.run([python, "-c", _DATASKETCH, str(path), str(docs)], capture_output=True, text=True)
+    if proc.returncode:
+        print(f"datasketch skipped: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+        return None
+    out = json.loads(proc.stdout)
+    return {"docs_per_s_per_core": out["docs"] / out["seconds"]}
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--docs", type=int, default=25_000)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--peers-python", default=str(ROOT / ".venv-peers" / "bin" / "python"))
+    ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "neardup-bench"))
+    ap.add_argument("--out", default=str(RESULTS))
+    args = ap.parse_args(argv)
+    import pyarrow.parquet as pq
+
+    path = corpus_dir(Path(args.work), args.docs, args.seed)
+    texts = pq.read_table(path, columns=["text"]).column("text").to_pylist()[: args.docs]
+    chars = float(np.mean([len(t) for t in texts]))
+    rows = {
+        "numpy reference (1 core)": {"docs_per_s_per_core": cpu_rate(numpy_reference, texts)},
+        "neardup kernel (1 core, no Spark)": {"docs_per_s_per_core": cpu_rate(kernel, texts)},
+        f"neardup Pandas UDF in Spark {args.master}": spark_udf(path, args.docs, args.master),
+        "datasketch 128 perm (1 core)": datasketch(path, args.docs, args.peers_python),
+    }
+    ref = rows["numpy reference (1 core)"]["docs_per_s_per_core"]
+    ds = (rows["datasketch 128 perm (1 core)"] or {}).get("docs_per_s_per_core")
+    print(f"corpus: {args.docs} docs, mean {chars:.0f} chars")
+    print(f"{'implementation':<42} {'docs/s/core':>12} {'vs numpy ref':>13} {'vs datasketch':>14}")
+    for name, row in rows.items():
+        if row is None:
+            print(f"{name:<42} {'skipped':>12}")
+            continue
+        rate = row["docs_per_s_per_core"]
+        vs_ds = f"{rate / ds:.1f}x" if ds else "-"
+        print(f"{name:<42} {rate:>12,.0f} {rate / ref:>12.2f}x {vs_ds:>14}")
+    result = {
+        "benchmark": "signatures", "docs": args.docs, "mean_chars": round(chars),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "rows": rows,
+    }
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "signatures.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {Path(args.out) / 'signatures.json'}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""What a benchmark run cost beyond wall time: shuffle bytes per pipeline
+stage (from Spark's event log) and the peak resident memory of a process tree.
+
+The pipeline names every Spark job after its stage ("neardup: sketch", ...);
+`shuffle_by_stage` sums, per such name, the shuffle bytes written by the
+tasks of those jobs. `PeakRss` samples /proc every 0.2 s for a process and
+all its descendants (the driver JVM, its Python workers): Linux only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import defaultdict
+from pathlib import Path
+
+PREFIX = "neardup: "
+
+
+def event_log_conf(directory: Path) -> list[str]:
+    """`--conf` arguments for `neardup run` that write an uncompressed event log into directory."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return ["--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir=file://{directory}",
+            "--conf", "spark.eventLog.compress=false"]
+
+
+def newest_log(directory: Path) -> list[Path]:
+    """The newest application's event log files, in order (Spark 4 rolls logs
+    into a directory of events_N_* files; Spark 3.5 writes one file)."""
+    logs = list(directory.iterdir())
+    if not logs:
+        raise FileNotFoundError(f"no Spark event log in {directory}")
+    newest = max(logs, key=lambda p: p.stat().st_mtime)
+    if newest.is_dir():
+        parts = [p for p in newest.iterdir() if p.name.startswith("events_")]
+        return sorted(parts, key=lambda p: int(p.name.split("_")[1]))
+    return [newest]
+
+
+def _events(files: list[Path]):
+    for path in files:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                yield json.loads(line)
+
+
+def shuffle_by_stage(files: list[Path]) -> dict[str, int]:
+    """{pipeline stage: shuffle bytes written} from one application's event log."""
+    stage_to_name: dict[int, str] = {}
+    written: dict[str, int] = defaultdict(int)
+    for event in _events(files):
+        kind = event.get("Event")
+        if kind == "SparkListenerJobStart":
+            desc = (event.get("Properties") or {}).get("spark.job.description") or ""
+            name = desc[len(PREFIX):] if desc.startswith(PREFIX) else "other"
+            for sid in event.get("Stage IDs", []):
+                stage_to_name[sid] = name
+        elif kind == "SparkListenerTaskEnd":
+            metrics = event.get("Task Metrics") or {}
+            w = (metrics.get("Shuffle Write Metrics") or {}).get("Shuffle Bytes Written", 0)
+            if w:
+                written[stage_to_name.get(event.get("Stage ID"), "other")] += int(w)
+    return dict(written)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(x) for x in fh.read().split()]
+    except OSError:
+        return []
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+class PeakRss:
+    """Peak summed RSS of a process tree, sampled in a background thread."""
+
+    def __init__(self, pid: int, interval: float = 0.2):
+        self.pid, self.interval, self.peak = pid, interval, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            tree, todo = [], [self.pid]
+            while todo:
+                p = todo.pop()
+                tree.append(p)
+                todo.extend(_children(p))
+            self.peak = max(self.peak, sum(_rss_bytes(p) for p in tree))
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "PeakRss":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
