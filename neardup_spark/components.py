@@ -41,9 +41,23 @@ def connected_components(edges: DataFrame, cfg: Config, stats: dict | None = Non
     return _star_contraction(pairs, cfg, stats if stats is not None else {})
 
 
+def _both_ways(edges: DataFrame) -> DataFrame:
+    """Every edge in both directions.
+
+    An explode, not a union of two projections of the same frame: Spark 4.x's
+    union constraint rewriting fails on that shape over a checkpointed frame
+    ("key not found: src#..." while optimising).
+    """
+    flipped = F.array(
+        F.struct(F.col(SRC).alias(SRC), F.col(DST).alias(DST)),
+        F.struct(F.col(DST).alias(SRC), F.col(SRC).alias(DST)),
+    )
+    return edges.select(F.explode(flipped).alias("e")).select("e.*")
+
+
 def _large_star(edges: DataFrame) -> DataFrame:
     """Each node links its larger neighbours to the smallest of its closed neighbourhood."""
-    both = edges.union(edges.select(F.col(DST).alias(SRC), F.col(SRC).alias(DST)))
+    both = _both_ways(edges)
     low = F.least(F.min(DST).over(Window.partitionBy(SRC)), F.col(SRC))
     # The minimum is over the whole neighbourhood, so filter only after it.
     ranked = both.select(SRC, DST, low.alias("m"))
@@ -68,9 +82,16 @@ def _is_star_forest(edges: DataFrame) -> bool:
 
     Edges here always point from a larger to a smaller id (parent < child).
     """
-    roles = edges.select(F.col(SRC).alias("node"), F.col(DST).alias("parent")).union(
-        edges.select(F.col(DST).alias("node"), F.lit(None).cast(edges.schema[DST].dataType).alias("parent"))
-    )
+    # An explode, not a union (see _both_ways).
+    no_parent = F.lit(None).cast(edges.schema[DST].dataType)
+    roles = edges.select(
+        F.explode(
+            F.array(
+                F.struct(F.col(SRC).alias("node"), F.col(DST).alias("parent")),
+                F.struct(F.col(DST).alias("node"), no_parent.alias("parent")),
+            )
+        ).alias("r")
+    ).select("r.node", "r.parent")
     bad = (
         roles.groupBy("node")
         .agg(
@@ -106,9 +127,12 @@ def _star_contraction(edges: DataFrame, cfg: Config, stats: dict) -> DataFrame:
         raise ConvergenceError(
             f"connected components did not converge in cluster.max_iterations={cfg.cluster.max_iterations} rounds"
         )
-    children = edges.select(F.col(SRC).alias(C.DOC_ID), F.col(DST).alias(C.CLUSTER_ID))
-    roots = edges.select(F.col(DST).alias(C.DOC_ID), F.col(DST).alias(C.CLUSTER_ID)).distinct()
-    return children.union(roots)
+    # child -> root for every child, root -> root for every root.
+    labels = F.array(
+        F.struct(F.col(SRC).alias(C.DOC_ID), F.col(DST).alias(C.CLUSTER_ID)),
+        F.struct(F.col(DST).alias(C.DOC_ID), F.col(DST).alias(C.CLUSTER_ID)),
+    )
+    return edges.select(F.explode(labels).alias("l")).select("l.*").distinct()
 
 
 def _graphframes(pairs: DataFrame, cfg: Config) -> DataFrame:

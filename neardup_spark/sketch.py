@@ -29,7 +29,7 @@ from pyspark.sql.functions import pandas_udf
 from . import columns as C
 from . import hashing
 from .config import Config, NormaliseConfig
-from .normalise import normalise_series, valid_utf8
+from .normalise import normalise_series, utf8_bytes
 from .params import LshParams, lsh_params
 
 SKETCH_TYPE = f"struct<{C.EXACT_HASH}:binary,{C.SHINGLES}:binary,{C.BANDS}:array<bigint>>"
@@ -90,7 +90,7 @@ def sketch_column(text: Column, cfg: Config, lsh: LshParams | None = None) -> Co
     def _sketch(texts: pd.Series) -> pd.DataFrame:
         return sketch_frame(texts, opts, unit, k, seed, a, b, lsh)
 
-    return _sketch(valid_utf8(text))
+    return _sketch(utf8_bytes(text))
 
 
 def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None) -> DataFrame:
