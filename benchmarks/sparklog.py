@@ -65,11 +65,19 @@ def shuffle_by_stage(files: list[Path]) -> dict[str, int]:
 
 
 def _children(pid: int) -> list[int]:
+    """Children of every thread of pid (the JVM forks Python workers from other threads)."""
+    out: list[int] = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            return [int(x) for x in fh.read().split()]
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return []
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                out.extend(int(x) for x in fh.read().split())
+        except OSError:
+            pass
+    return out
 
 
 def _rss_bytes(pid: int) -> int:
