@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from neardup_spark import corpus
-from neardup_spark.config import Config, SparkConfig
+from neardup_spark.config import Config
 from neardup_spark.evaluate import pair_scores, recall_by_edit
 from neardup_spark.pipeline import run
 from neardup_spark.session import build_session

@@ -56,10 +56,12 @@ def run_once(corpus_path: Path, out: Path, master: str, partitions: int, extra: 
     if proc.returncode:
         raise SystemExit(f"neardup run failed:\n{stderr[-3000:]}")
     report = json.loads((out / "report.json").read_text())
-    shuffle = sparklog.shuffle_by_stage(sparklog.newest_log(logs))
+    costs = sparklog.costs_by_stage(sparklog.newest_log(logs))
     return {"process_seconds": round(wall, 2), "pipeline_seconds": report["wall_seconds"],
             "stage_seconds": report["stage_seconds"], "counts": report["counts"],
-            "peak_rss_mb": round(rss.peak / 2**20), "shuffle_mb": {k: round(v / 2**20, 1) for k, v in shuffle.items()}}
+            "peak_rss_mb": round(rss.peak / 2**20),
+            "shuffle_mb": {k: round(v["shuffle_bytes"] / 2**20, 1) for k, v in costs.items() if v["shuffle_bytes"]},
+            "task_seconds": {k: v["task_seconds"] for k, v in costs.items()}}
 
 
 def main(argv=None) -> list[dict]:
@@ -68,6 +70,8 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--shuffle-partitions", type=int, default=8)
+    ap.add_argument("--driver-memory", default="12g",
+                    help="local mode: the driver heap is the whole executor (conf/local.toml says 4g)")
     ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "neardup-bench"))
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
@@ -77,14 +81,17 @@ def main(argv=None) -> list[dict]:
           f" {'shuffle MB':>11}  stage seconds")
     for docs in args.docs:
         path = corpus_dir(work, docs, args.seed)
-        row = {"docs": docs, **run_once(path, work / f"out-{docs}", args.master, args.shuffle_partitions)}
+        extra = ["--conf", f"spark.driver.memory={args.driver_memory}"] if args.driver_memory else []
+        row = {"docs": docs, **run_once(path, work / f"out-{docs}", args.master, args.shuffle_partitions, extra)}
         rows.append(row)
         c = row["counts"]
         print(f"{docs:>9} {row['process_seconds']:>10} {row['pipeline_seconds']:>11} {c['candidate_pairs']:>11}"
               f" {c['verified_pairs']:>9} {row['peak_rss_mb']:>12} {sum(row['shuffle_mb'].values()):>11.1f}"
               f"  {json.dumps(row['stage_seconds'])}", flush=True)
         print(f"{'':>9} shuffle MB by stage: {json.dumps(row['shuffle_mb'])}", flush=True)
+        print(f"{'':>9} task seconds by stage: {json.dumps(row['task_seconds'])}", flush=True)
     result = {"benchmark": "scale", "master": args.master, "shuffle_partitions": args.shuffle_partitions,
+              "driver_memory": args.driver_memory,
               "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
               "runs": rows}
     Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -43,9 +43,9 @@ NUM_PERM, K, BATCH = 128, 5, 512
 
 _DATASKETCH = r"""
 import sys, time, json
-import pyarrow.parquet as pq
 from datasketch import MinHash
-texts = pq.read_table(sys.argv[1], columns=["text"]).column("text").to_pylist()[: int(sys.argv[2])]
+with open(sys.argv[1], encoding="utf-8") as fh:
+    texts = [json.loads(line) for line in fh]
 start = time.process_time()
 for t in texts:
     w = t.lower().split()
@@ -130,10 +130,16 @@ def spark_udf(path: Path, docs: int, master: str) -> dict:
         spark.stop()
 
 
-def datasketch(path: Path, docs: int, python: str) -> dict | None:
+def datasketch(texts: list[str], python: str) -> dict | None:
     if not Path(python).exists():
+        print(f"datasketch skipped: no {python} (run benchmarks/setup-peers.sh)", file=sys.stderr)
         return None
-    proc = subprocess.run([python, "-c", _DATASKETCH, str(path), str(docs)], capture_output=True, text=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", encoding="utf-8", delete=False) as fh:
+        fh.writelines(json.dumps(t) + "\n" for t in texts)
+    try:
+        proc = subprocess.run([python, "-c", _DATASKETCH, fh.name], capture_output=True, text=True)
+    finally:
+        os.unlink(fh.name)
     if proc.returncode:
         print(f"datasketch skipped: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
         return None
@@ -159,7 +165,7 @@ def main(argv=None) -> dict:
         "numpy reference (1 core)": {"docs_per_s_per_core": cpu_rate(numpy_reference, texts)},
         "neardup kernel (1 core, no Spark)": {"docs_per_s_per_core": cpu_rate(kernel, texts)},
         f"neardup Pandas UDF in Spark {args.master}": spark_udf(path, args.docs, args.master),
-        "datasketch 128 perm (1 core)": datasketch(path, args.docs, args.peers_python),
+        "datasketch 128 perm (1 core)": datasketch(texts, args.peers_python),
     }
     ref = rows["numpy reference (1 core)"]["docs_per_s_per_core"]
     ds = (rows["datasketch 128 perm (1 core)"] or {}).get("docs_per_s_per_core")

@@ -47,8 +47,15 @@ def _events(files: list[Path]):
 
 def shuffle_by_stage(files: list[Path]) -> dict[str, int]:
     """{pipeline stage: shuffle bytes written} from one application's event log."""
+    return {k: v["shuffle_bytes"] for k, v in costs_by_stage(files).items() if v["shuffle_bytes"]}
+
+
+def costs_by_stage(files: list[Path]) -> dict[str, dict[str, float]]:
+    """{pipeline stage: {shuffle_bytes, task_seconds}}: bytes written to shuffle
+    and the summed duration of its tasks (core-seconds, JVM and Python)."""
     stage_to_name: dict[int, str] = {}
     written: dict[str, int] = defaultdict(int)
+    busy: dict[str, float] = defaultdict(float)
     for event in _events(files):
         kind = event.get("Event")
         if kind == "SparkListenerJobStart":
@@ -57,11 +64,12 @@ def shuffle_by_stage(files: list[Path]) -> dict[str, int]:
             for sid in event.get("Stage IDs", []):
                 stage_to_name[sid] = name
         elif kind == "SparkListenerTaskEnd":
+            name = stage_to_name.get(event.get("Stage ID"), "other")
             metrics = event.get("Task Metrics") or {}
-            w = (metrics.get("Shuffle Write Metrics") or {}).get("Shuffle Bytes Written", 0)
-            if w:
-                written[stage_to_name.get(event.get("Stage ID"), "other")] += int(w)
-    return dict(written)
+            written[name] += int((metrics.get("Shuffle Write Metrics") or {}).get("Shuffle Bytes Written", 0))
+            info = event.get("Task Info") or {}
+            busy[name] += (info.get("Finish Time", 0) - info.get("Launch Time", 0)) / 1000.0
+    return {k: {"shuffle_bytes": written[k], "task_seconds": round(busy[k], 2)} for k in busy}
 
 
 def _children(pid: int) -> list[int]:
@@ -113,3 +121,9 @@ class PeakRss:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+
+
+if __name__ == "__main__":  # python -m benchmarks.sparklog EVENT_LOG_DIR
+    import sys
+
+    print(json.dumps(costs_by_stage(newest_log(Path(sys.argv[1]))), indent=2))

@@ -15,7 +15,6 @@ import unicodedata
 
 import pandas as pd
 from pyspark.sql import Column
-from pyspark.sql import functions as F
 
 from .config import NormaliseConfig
 

@@ -10,6 +10,7 @@ measured, so no action runs just to log.
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.functions import pandas_udf
 
 from . import __version__
 from . import columns as C
@@ -97,7 +99,9 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
 
     with st.stage("read"):
         docs = documents(raw, cfg)
+        warm = _warm_python_workers(raw.sparkSession)
         counts["documents"] = check_documents(docs)
+        warm.join()
         docs = spread(drop_bookkeeping(docs), cfg)
 
     with st.stage("sketch"):
@@ -155,6 +159,27 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
     pairs = with_doc_ids(edges, index.select(C.NID, C.DOC_ID))
     dedup = keeper_rows(raw, cfg, clusters)
     return DedupResult(clusters, pairs, dedup, report, st.cached)
+
+
+def _warm_python_workers(spark: SparkSession) -> threading.Thread:
+    """Start Spark's Python workers while the JVM checks the input.
+
+    The first Pandas UDF of a session pays for starting the worker daemon and
+    importing pandas and pyarrow (~3.6 s in local mode here); a one-row job in
+    a background thread overlaps that with the input checks. Failures are
+    left to the sketch stage, which reports them properly.
+    """
+
+    def run() -> None:
+        try:
+            noop = pandas_udf(lambda s: s, "long")
+            spark.range(1).select(noop("id")).collect()
+        except Exception:  # pragma: no cover - the sketch stage will fail loudly instead
+            pass
+
+    thread = threading.Thread(target=run, name="neardup-warm-workers", daemon=True)
+    thread.start()
+    return thread
 
 
 def with_doc_ids(pairs: DataFrame, ids: DataFrame) -> DataFrame:
