@@ -95,7 +95,8 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
     """
     lsh = lsh_params(cfg)
     st = _Stages(raw.sparkSession)
-    counts: dict[str, int] = {}
+    counts: dict[str, int] = {}  # figures of the result: the same on any partitioning
+    work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
 
     with st.stage("read"):
         docs = documents(raw, cfg)
@@ -131,7 +132,7 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
         edges = near.unionByName(exact_edges(copies))
 
     with st.stage("components"):
-        comps = connected_components(edges, cfg, counts)  # iterates with its own actions; read once below
+        comps = connected_components(edges, cfg, work)  # iterates with its own actions; read once below
 
     with st.stage("keepers"):
         index = table.select(C.NID, C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(cfg.keeper))
@@ -153,11 +154,12 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
         "lsh": lsh.as_dict(),
         "advice": advice(lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability),
         "counts": counts,
+        "work": work,
         "stage_seconds": st.seconds,
         "config": to_dict(cfg),
     }
     pairs = with_doc_ids(edges, index.select(C.NID, C.DOC_ID))
-    dedup = keeper_rows(raw, cfg, clusters)
+    dedup = keeper_rows(raw, cfg, clusters, counts["clusters"], counts["removed"])
     return DedupResult(clusters, pairs, dedup, report, st.cached)
 
 
