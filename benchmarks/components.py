@@ -13,15 +13,13 @@ Prints a table and writes benchmarks/results/components.json.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks import machine, save
 from neardup_spark import columns as C
 from neardup_spark.components import connected_components
 from neardup_spark.config import load_config
@@ -64,11 +62,9 @@ def main(argv=None) -> list[dict]:
     finally:
         spark.stop()
     result = {"benchmark": "components", "graph": "path with randomly permuted ids", "master": args.master,
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+              "machine": machine(),
               "runs": rows}
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "components.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {Path(args.out) / 'components.json'}")
+    save(result, args.out, "components.json")
     if not all(r["one_component_named_by_min_id"] for r in rows):
         raise SystemExit("a path graph did not come out as one component")
     return rows

@@ -47,6 +47,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from benchmarks import save
 from benchmarks.scale import ROOT, corpus_dir, run_once
 from neardup_spark.evaluate import pair_scores
 
@@ -351,9 +352,7 @@ def main(argv=None) -> dict:
         "text_dedup": td if "text-dedup" in tools else None,
         "runs": runs,
     }
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "peers.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {Path(args.out) / 'peers.json'}")
+    save(result, args.out, "peers.json")
     return result
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from benchmarks import machine, save
 from neardup_spark import corpus
 from neardup_spark.config import Config
 from neardup_spark.evaluate import pair_scores, recall_by_edit
@@ -83,7 +83,7 @@ def main(argv=None) -> dict:
         "pipeline_wall_seconds": report["wall_seconds"],
         "corpus_generation_seconds": round(gen_s, 2),
         "master": args.master,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "machine": machine(),
         "spark_version": report["spark_version"],
     }
     print(f"corpus: {args.docs} documents (seed {args.seed}), threshold {args.threshold}, P={args.num_perm}, "
@@ -95,10 +95,7 @@ def main(argv=None) -> dict:
         print(f"  {edit:<11} {row['recall']:.4f}  ({int(row['found'])}/{int(row['copies'])})")
     print("counts:", json.dumps(report["counts"]))
     print("stage seconds:", json.dumps(report["stage_seconds"]), f"pipeline wall {report['wall_seconds']} s")
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    path = Path(args.out) / f"quality-{args.docs}.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {path}")
+    save(result, args.out, f"quality-{args.docs}.json")
     return result
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import machine, save
 from benchmarks import sparklog
 from neardup_spark import corpus
 
@@ -92,11 +92,9 @@ def main(argv=None) -> list[dict]:
         print(f"{'':>9} task seconds by stage: {json.dumps(row['task_seconds'])}", flush=True)
     result = {"benchmark": "scale", "master": args.master, "shuffle_partitions": args.shuffle_partitions,
               "driver_memory": args.driver_memory,
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+              "machine": machine(),
               "runs": rows}
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "scale.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {Path(args.out) / 'scale.json'}")
+    save(result, args.out, "scale.json")
     return rows
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import machine, save
 from benchmarks.scale import corpus_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,9 +116,10 @@ def spark_udf(path: Path, docs: int, master: str) -> dict:
     cfg = load_config(ROOT / "conf" / "local.toml", overrides={"spark.master": master})
     spark = build_session(cfg.spark)
     try:
-        text = spark.read.parquet(str(path)).select("text").limit(docs).cache()
-        n = text.count()
         cores = spark.sparkContext.defaultParallelism
+        # limit() leaves one partition: spread the rows so every core works.
+        text = spark.read.parquet(str(path)).select("text").limit(docs).repartition(2 * cores).cache()
+        n = text.count()
         partitions = text.rdd.getNumPartitions()
         rates = []
         for _ in range(2):
@@ -180,12 +181,10 @@ def main(argv=None) -> dict:
         print(f"{name:<42} {rate:>12,.0f} {rate / ref:>12.2f}x {vs_ds:>14}")
     result = {
         "benchmark": "signatures", "docs": args.docs, "mean_chars": round(chars),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "machine": machine(),
         "rows": rows,
     }
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "signatures.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {Path(args.out) / 'signatures.json'}")
+    save(result, args.out, "signatures.json")
     return result
 
 

@@ -29,7 +29,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import platform
 import subprocess
 import tempfile
 import time
@@ -37,6 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from benchmarks import machine, save
 from benchmarks.scale import corpus_dir as scale_corpus_dir
 from benchmarks.scale import run_once
 from neardup_spark import corpus
@@ -236,13 +236,10 @@ def main(argv=None) -> dict:
 
     result = {"benchmark": "skew", "docs": args.docs, "seed": args.seed, "master": args.master,
               "shuffle_partitions": args.shuffle_partitions,
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+              "machine": machine(),
               "spark_version": report.get("spark_version") if runs else None,
               "skewed_vs_baseline": verdict, "runs": runs}
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    path = Path(args.out) / "skew.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {path}")
+    save(result, args.out, "skew.json")
     return result
 
 

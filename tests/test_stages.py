@@ -11,8 +11,10 @@ from neardup_spark.banding import band_rows
 from neardup_spark.exact import exact_copies, exact_edges
 from neardup_spark.keepers import choose_keepers
 from neardup_spark.params import lsh_params
+from neardup_spark.read import spread
 from neardup_spark.sketch import sketch
 from neardup_spark.verify import verify
+from neardup_spark.write import keeper_rows
 
 
 def cfg(**overrides):
@@ -132,3 +134,22 @@ def test_earliest_puts_missing_times_last(spark):
     comps = _comps(spark, (1, 3))
     out = choose_keepers(_index(spark).where(F.col("doc_id").isin(1, 3)), cfg(**{"keeper.rules": "earliest"}), comps)
     assert {r[C.KEEPER_ID] for r in out.collect()} == {1}
+
+
+@pytest.mark.parametrize("n_keepers, n_removed", [(None, None), (2, 1), (1, 2), (10**9, 10**9 - 1)])
+def test_keeper_rows_pick_the_keepers_original_rows(spark, n_keepers, n_removed):
+    raw = spark.createDataFrame([(1, "a", "x"), (2, "b", "y"), (3, "c", "z")], "id long, text string, extra string")
+    clusters = spark.createDataFrame(
+        [(1, 1, True, 1, "keeper"), (2, 1, False, 1, "duplicate"), (3, 3, True, 3, "unique")],
+        "doc_id long, cluster_id long, is_keeper boolean, keeper_id long, status string",
+    )
+    rows = keeper_rows(raw, cfg(), clusters, n_keepers, n_removed).collect()  # semi, anti, broadcast or not
+    assert sorted(tuple(r) for r in rows) == [(1, "a", "x"), (3, "c", "z")]
+
+
+def test_spread_repartitions_only_too_few_partitions(spark):
+    one = spark.range(100, numPartitions=1).withColumnRenamed("id", C.DOC_ID)
+    assert spread(one, cfg(**{"input.min_partitions": 3})).rdd.getNumPartitions() == 3
+    many = spark.range(100, numPartitions=5)
+    assert spread(many, cfg(**{"input.min_partitions": 3})).rdd.getNumPartitions() == 5
+    assert spread(one, cfg()).rdd.getNumPartitions() == spark.sparkContext.defaultParallelism
