@@ -115,6 +115,8 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
         table = st.keep(sketch(slim, cfg, lsh))
         row = table.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty")).first()
         counts["empty"] = int(row["empty"] or 0)
+        if int(row["n"]) != counts["documents"]:  # pragma: no cover - an invariant, not an input error
+            raise AssertionError(f"{row['n']} sketched rows for {counts['documents']} documents")
 
     with st.stage("exact"):
         copies = st.keep(exact_copies(table))
