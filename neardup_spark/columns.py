@@ -2,13 +2,10 @@
 
 DOC_ID = "doc_id"
 TEXT = "text"
-NORM = "norm_text"
 IS_EMPTY = "is_empty"
 EXACT_HASH = "exact_hash"
 EXACT_REP = "exact_rep"
 SHINGLES = "shingles"
-SIGNATURE = "signature"
-BAND = "band"
 BUCKET = "bucket"
 BANDS = "bands"
 NID = "_nid"
@@ -35,6 +32,6 @@ MATCH_EXACT = "exact"
 MATCH_NEAR = "near"
 
 INTERNAL = frozenset(
-    {DOC_ID, TEXT, NORM, IS_EMPTY, EXACT_HASH, EXACT_REP, SHINGLES, SIGNATURE, BAND, BUCKET,
-     CLUSTER_ID, IS_KEEPER, KEEPER_ID, STATUS}
+    {DOC_ID, TEXT, IS_EMPTY, EXACT_HASH, EXACT_REP, SHINGLES, BUCKET, BANDS, NID,
+     "text_len", CLUSTER_ID, IS_KEEPER, KEEPER_ID, STATUS}
 )

@@ -158,6 +158,7 @@ def test_invalid_utf8_bytes_are_processed(spark):
         ([(1, 5)], "id long, text long", {}, "text column 'text' must be a string"),
         ([(1.5, "a")], "id double, text string", {}, "id column 'id' must be an integer or string"),
         ([(1, "a")], "id long, text string", {"keeper.rules": "earliest"}, "no column(s) published_at"),
+        ([(1, "a", "x")], "id long, text string, _nid string", {"input.metadata_cols": "_nid"}, "clash with pipeline"),
     ],
 )
 def test_bad_input_is_a_one_line_error(spark, rows_, schema, cfg, message):
