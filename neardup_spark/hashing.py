@@ -195,11 +195,6 @@ def minhash(values: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarra
     return sig.T.copy()
 
 
-def split_sets(values: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
-    """Per-text views of a flat value array."""
-    return np.split(values, offsets[1:-1])
-
-
 def unpack_set(blob: bytes) -> np.ndarray:
     """A stored shingle set (sorted little-endian uint32 bytes) as a uint32 array."""
     return np.frombuffer(blob, dtype="<u4")
