@@ -1,4 +1,4 @@
-"""`neardup` command line: run, params, generate. A thin layer over the library.
+"""`neardup` command line: run, calibrate, evaluate, params, generate. A thin layer over the library.
 
 Config files load first (left to right), then command-line values override
 them; everything is validated in `config` before Spark starts.
@@ -19,6 +19,22 @@ from .errors import NeardupError
 SAMPLE = Path(__file__).parent / "data" / "sample.jsonl.gz"
 
 
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", help="path (file or directory) or table name")
+    p.add_argument("--format", choices=["parquet", "jsonl", "json", "table", "delta"])
+    p.add_argument("--id-col")
+    p.add_argument("--text-col")
+    p.add_argument("--strip-boilerplate", action="store_true", default=None,
+                   help="remove lines shared by many documents before shingling (boilerplate.enabled)")
+    p.add_argument("--boilerplate-min-docs", type=int, help="documents a line must be in to be boilerplate")
+
+
+def _add_spark_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--master", help="Spark master, e.g. local[2]; default: spark-submit's, else local[*]")
+    p.add_argument("--shuffle-partitions", type=int)
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
+
+
 def _add_param_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", action="append", default=[], help="TOML config file (repeatable; later wins)")
     p.add_argument("--threshold", type=float, help="Jaccard a verified pair needs (verify.threshold)")
@@ -33,10 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="deduplicate an input and write clusters, pairs and keepers")
-    run.add_argument("--input", help="path (file or directory) or table name")
-    run.add_argument("--format", choices=["parquet", "jsonl", "json", "table", "delta"])
-    run.add_argument("--id-col")
-    run.add_argument("--text-col")
+    _add_input_options(run)
     run.add_argument("--metadata-cols", help="comma-separated columns to carry through")
     run.add_argument("--output", help="output directory")
     run.add_argument("--overwrite", action="store_true", help="replace an existing output")
@@ -47,10 +60,39 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=["dataframe", "graphframes"], help="connected components backend")
     run.add_argument("--keeper-rules", help="comma-separated: earliest, source_priority, longest, smallest_id")
     run.add_argument("--source-priority", help="comma-separated sources, most preferred first")
-    run.add_argument("--master", help="Spark master, e.g. local[2]; default: spark-submit's, else local[*]")
-    run.add_argument("--shuffle-partitions", type=int)
-    run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
+    run.add_argument("--plots", action="store_true", help="also write PNG plots next to report.json (needs matplotlib)")
+    _add_spark_options(run)
     run.add_argument("--quiet", action="store_true", help="print only the output path, not the report")
+
+    cal = sub.add_parser("calibrate", help="set the threshold from your data: random pairs, or labelled pairs")
+    _add_input_options(cal)
+    _add_param_options(cal)
+    cal.add_argument("--seed", type=int, help="MinHash seed (minhash.seed)")
+    cal.add_argument("--shingle-unit", choices=["word", "char"])
+    cal.add_argument("--k", type=int, help="shingle size in words (or characters)")
+    cal.add_argument("--pairs", type=int, default=5000, help="random pairs to sample (default 5000)")
+    cal.add_argument("--sample-seed", type=int, default=1, help="seed of the random samples")
+    cal.add_argument("--margin", type=float, default=0.05, help="recommended threshold >= p99 + margin (default 0.05)")
+    cal.add_argument("--floor", type=float, default=0.3, help="never recommend a threshold below this (default 0.3)")
+    cal.add_argument("--plots", metavar="DIR", help="write the S-curve and Jaccard histogram PNGs into DIR")
+    cal.add_argument("--sample-for-labelling", type=int, metavar="N", help="write N candidate pairs to label (CSV)")
+    cal.add_argument("--output", help="the CSV file --sample-for-labelling writes")
+    cal.add_argument("--range", default="0.3,1.0", help="Jaccard range of the labelling sample (default 0.3,1.0)")
+    cal.add_argument("--text-chars", type=int, default=600, help="characters of each text in the CSV")
+    cal.add_argument("--labels", metavar="FILE", help="score a labelled CSV: precision/recall per threshold")
+    cal.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_spark_options(cal)
+
+    ev = sub.add_parser("evaluate", help="score a run's clusters against labelled groups")
+    ev.add_argument("--input", required=True, help="the labelled documents (same formats as run)")
+    ev.add_argument("--format", choices=["parquet", "jsonl", "json", "table", "delta"])
+    ev.add_argument("--id-col")
+    ev.add_argument("--labels-col", required=True, help="documents with the same value are duplicates")
+    ev.add_argument("--edit-col", help="also score recall per edit type (its 'original' rows are the reference)")
+    ev.add_argument("--clusters", required=True, help="a run's output directory (or its clusters/ table)")
+    ev.add_argument("--config", action="append", default=[], help="TOML config file (repeatable; later wins)")
+    ev.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_spark_options(ev)
 
     params = sub.add_parser("params", help="print the LSH (bands, rows) choice and its S-curve")
     _add_param_options(params)
@@ -80,8 +122,11 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "input.id_col": get("id_col"),
         "input.text_col": get("text_col"),
         "input.metadata_cols": get("metadata_cols"),
-        "output.path": get("output"),
+        "output.path": get("output") if get("command") == "run" else None,
         "output.mode": "overwrite" if get("overwrite") else None,
+        "output.plots": True if get("plots") is True else None,
+        "boilerplate.enabled": get("strip_boilerplate"),
+        "boilerplate.min_docs": get("boilerplate_min_docs"),
         "verify.threshold": get("threshold"),
         "minhash.num_perm": get("num_perm"),
         "minhash.seed": get("seed"),
@@ -125,22 +170,32 @@ def _cmd_params(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    cfg = config_from_args(args)
-    require_io_paths(cfg)  # before the JVM starts
-    _check_local_input(cfg)
-    from .pipeline import run
-    from .session import build_session
-
+def _in_session(cfg: Config, work):
+    """work(spark) in the active session, or in one built from cfg.spark and stopped after."""
     from pyspark.sql import SparkSession
+
+    from .session import build_session
 
     existing = SparkSession.getActiveSession()
     spark = build_session(cfg.spark)
     try:
-        report = run(spark, cfg)
+        return work(spark)
     finally:
         if existing is None:  # ours to stop; a notebook's or test's session is not
             spark.stop()
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    cfg = config_from_args(args)
+    require_io_paths(cfg)  # before the JVM starts
+    _check_local_input(cfg)
+    if cfg.output.plots:
+        from .figures import check_can_plot
+
+        check_can_plot(cfg.output.path)  # before the JVM starts
+    from .pipeline import run
+
+    report = _in_session(cfg, lambda spark: run(spark, cfg))
     if args.quiet:
         print(cfg.output.path)
     else:
@@ -157,6 +212,108 @@ def _check_local_input(cfg: Config) -> None:
         raise NeardupError(f"cannot read {cfg.input.format} input {path!r}: no such file or directory")
 
 
+def _jaccard_range(text: str) -> tuple[float, float]:
+    try:
+        lo, hi = (float(v) for v in text.split(","))
+    except ValueError:
+        raise NeardupError(f"--range takes LO,HI (e.g. 0.3,1.0); got {text!r}") from None
+    if not 0.0 < lo < hi <= 1.0:
+        raise NeardupError(f"--range needs 0 < LO < HI <= 1; got {text!r}")
+    return lo, hi
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from . import calibrate as cal
+
+    if args.labels:  # scoring a labelled file needs no Spark
+        import pandas as pd
+
+        try:
+            labelled = pd.read_csv(args.labels, dtype={cal.LABEL: str}, keep_default_na=False)
+        except (OSError, ValueError) as exc:
+            raise NeardupError(f"cannot read labels file {args.labels!r}: {exc}") from None
+        scores = cal.score_labels(labelled)
+        print(json.dumps(scores, indent=2) if args.json else cal.format_labels(scores))
+        return 0
+    cfg = config_from_args(args)
+    if not cfg.input.path:
+        raise NeardupError("input.path is required (--input)")
+    _check_local_input(cfg)
+    from .read import read_input
+
+    if args.sample_for_labelling is not None:
+        if not args.output:
+            raise NeardupError("--sample-for-labelling needs --output FILE.csv")
+        lo, hi = _jaccard_range(args.range)
+        n = args.sample_for_labelling
+        frame = _in_session(
+            cfg, lambda spark: cal.labelling_sample(read_input(spark, cfg), cfg, n, lo, hi, seed=args.sample_seed,
+                                                    text_chars=args.text_chars)
+        )
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(args.output, index=False)
+        summary = {"output": args.output, "pairs": len(frame), "per_stratum": cal.strata_summary(frame)}
+        print(json.dumps(summary, indent=2) if args.json else cal.format_strata(summary))
+        return 0
+    if args.plots:
+        from .plots import require_matplotlib
+
+        require_matplotlib()
+    result = _in_session(
+        cfg, lambda spark: cal.calibrate(read_input(spark, cfg), cfg, pairs=args.pairs, seed=args.sample_seed,
+                                         margin=args.margin, floor=args.floor)
+    )
+    report = result.report
+    if args.plots:
+        report["plots"] = [str(p) for p in cal.write_plots(result, args.plots)]
+    print(json.dumps(report, indent=2) if args.json else cal.format_report(report))
+    return 0
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    cfg = config_from_args(args)
+    _check_local_input(cfg)
+    clusters_path = args.clusters.rstrip("/")
+    if Path(clusters_path, "clusters").is_dir():
+        clusters_path = f"{clusters_path}/clusters"
+    elif not Path(clusters_path).exists() and ":" not in clusters_path.split("/")[0]:
+        raise NeardupError(f"no clusters at {args.clusters!r}: give a run's output directory or its clusters/ table")
+    from .evaluate import score
+    from .read import read_input
+
+    def work(spark):
+        raw = read_input(spark, cfg)
+        wanted = [cfg.input.id_col, args.labels_col, *([args.edit_col] if args.edit_col else [])]
+        missing = [c for c in wanted if c not in raw.columns]
+        if missing:
+            raise NeardupError(f"the labelled input has no column(s) {', '.join(missing)}; it has {', '.join(raw.columns)}")
+        labels = raw.select(raw[cfg.input.id_col].alias("doc_id"), *wanted[1:])
+        clusters = spark.read.parquet(clusters_path)
+        return score(clusters, labels, label_col=args.labels_col, edit_col=args.edit_col)
+
+    result = _in_session(cfg, work)
+    print(json.dumps(result, indent=2) if args.json else _format_scores(result))
+    return 0
+
+
+def _format_scores(result: dict) -> str:
+    p = result["pairs"]
+    lines = [
+        f"documents          {result['documents']}",
+        f"pair precision     {p['precision']:.4f}  ({p['correct_pairs']} of {p['predicted_pairs']} predicted pairs)",
+        f"pair recall        {p['recall']:.4f}  ({p['correct_pairs']} of {p['true_pairs']} true pairs)",
+        f"pair F1            {p['f1']:.4f}",
+        f"adjusted Rand      {result['adjusted_rand_index']:.4f}",
+    ]
+    if result.get("by_edit"):
+        lines.append("per edit: recall (copies in their original's cluster), false merges (with other groups)")
+    for edit, row in sorted(result.get("by_edit", {}).items()):
+        recall = "   -  " if row["recall"] is None else f"{row['recall']:.4f}"
+        lines.append(f"  {edit:<22} recall {recall}  ({row['found']}/{row['copies']})  "
+                     f"false merges {row['false_merges']}")
+    return "\n".join(lines)
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from .corpus import CorpusSpec, write
 
@@ -168,7 +325,13 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"run": _cmd_run, "params": _cmd_params, "generate": _cmd_generate}
+    commands = {
+        "run": _cmd_run,
+        "calibrate": _cmd_calibrate,
+        "evaluate": _cmd_evaluate,
+        "params": _cmd_params,
+        "generate": _cmd_generate,
+    }
     try:
         return commands[args.command](args)
     except NeardupError as exc:

@@ -34,6 +34,7 @@ CLUSTER_BACKENDS = ("dataframe", "graphframes")
 CHECKPOINT_MODES = ("local", "reliable", "none")
 KEEPER_RULES = ("earliest", "source_priority", "longest", "smallest_id")
 OUTPUT_MODES = ("errorifexists", "overwrite")
+BOILERPLATE_UNITS = ("line", "sentence")
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,22 @@ class NormaliseConfig:
     nfkc: bool = True
     lowercase: bool = True
     punctuation: bool = True  # punctuation (and underscores) become spaces
+
+
+@dataclass(frozen=True)
+class BoilerplateConfig:
+    """Lines (or sentences) shared by many documents are removed before shingling."""
+
+    enabled: bool = False
+    unit: str = "line"  # "line", or "sentence" (lines split after . ! ?)
+    # A segment is boilerplate when it occurs in at least
+    # max(min_docs, ceil(min_share * documents)) documents. Keep min_docs above
+    # the number of copies a story can have: a story's own lines, copied into
+    # more documents than that, would count as boilerplate too.
+    min_docs: int = 100
+    min_share: float = 0.0
+    # More boilerplate lines than this is an error: the rule is too loose.
+    max_lines: int = 100_000
 
 
 @dataclass(frozen=True)
@@ -112,6 +129,7 @@ class KeeperConfig:
 class OutputConfig:
     path: str = ""
     mode: str = "errorifexists"
+    plots: bool = False  # PNG plots next to report.json (local outputs; needs matplotlib)
 
 
 @dataclass(frozen=True)
@@ -128,6 +146,7 @@ class SparkConfig:
 class Config:
     input: InputConfig = InputConfig()
     normalise: NormaliseConfig = NormaliseConfig()
+    boilerplate: BoilerplateConfig = BoilerplateConfig()
     shingle: ShingleConfig = ShingleConfig()
     minhash: MinHashConfig = MinHashConfig()
     lsh: LshConfig = LshConfig()
@@ -270,6 +289,11 @@ def validate(cfg: Config) -> None:
     _check(cfg.input.id_col != cfg.input.text_col, "input.id_col and input.text_col must differ")
     _check(cfg.input.min_partitions >= 0, f"input.min_partitions must be >= 0, got {cfg.input.min_partitions}")
     _one_of(cfg.shingle.unit, SHINGLE_UNITS, "shingle.unit")
+    bp = cfg.boilerplate
+    _one_of(bp.unit, BOILERPLATE_UNITS, "boilerplate.unit")
+    _check(bp.min_docs >= 2, f"boilerplate.min_docs must be >= 2 (a line in one document is not shared); got {bp.min_docs}")
+    _check(0.0 <= bp.min_share <= 1.0, f"boilerplate.min_share must be in [0, 1]; got {bp.min_share}")
+    _check(1 <= bp.max_lines <= 10_000_000, f"boilerplate.max_lines must be in [1, 10000000]; got {bp.max_lines}")
     _check(cfg.shingle.k >= 1, f"shingle.k must be >= 1; got {cfg.shingle.k}")
     _check(1 <= cfg.minhash.num_perm <= 4096, f"minhash.num_perm must be in [1, 4096]; got {cfg.minhash.num_perm}")
     _check(0 <= cfg.minhash.seed < 2**63, f"minhash.seed must be in [0, 2**63); got {cfg.minhash.seed}")

@@ -97,6 +97,21 @@ def word_units(cps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.nda
     return token, per_text
 
 
+def string_hashes(texts: Sequence[str]) -> np.ndarray:
+    """A 64-bit hash of each whole string (uint64), from one prefix sum over all of them.
+
+    Polynomial over code points modulo 2**64, then mixed: fine for natural
+    text (not built to resist crafted collisions).
+    """
+    cps, offsets = codepoints(texts)
+    n = cps.size
+    prefix = np.zeros(n + 1, dtype=_U64)
+    np.cumsum((cps.astype(_U64) + _U64(1)) * _cached_powers(_POLY, n), out=prefix[1:])
+    inv = _cached_powers(_POLY_INV, n + 1)
+    starts, ends = offsets[:-1], offsets[1:]
+    return mix64(((prefix[ends] - prefix[starts]) * inv[starts]) ^ (ends - starts).astype(_U64))
+
+
 def char_units(cps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Code points as the units of character n-grams."""
     return cps.astype(_U64), offsets

@@ -1,7 +1,7 @@
 """LSH parameter maths: S-curves and the choice of (bands, rows). Pure Python.
 
 A pair with Jaccard s shares at least one of b bands of r rows with
-probability 1 - (1 - s**r)**b, an S-curve whose 50% point is S* = (1/b)**(1/r).
+probability 1 - (1 - s**r)**b, an S-curve that bends near S* = (1/b)**(1/r).
 Banding is a soft threshold, so the bend must sit *below* the verification
 threshold T: a pair at T should become a candidate almost surely, while pairs
 far below T (at `far_fraction * T`) should rarely do, since each of them is
@@ -24,7 +24,8 @@ def candidate_probability(s: float, bands: int, rows: int) -> float:
 
 
 def s_star(bands: int, rows: int) -> float:
-    """The Jaccard at which a pair becomes a candidate with probability 1/2."""
+    """The S-curve's bend, (1/b)**(1/r): the usual stand-in for its 50% point (the
+    probability there is 1 - (1 - 1/b)**b, 0.5 for b=1 and ~0.63 for many bands)."""
     return (1.0 / bands) ** (1.0 / rows)
 
 
@@ -127,6 +128,34 @@ def resolve(
     return LshParams(bands, rows, num_perm, threshold, chosen, far_fraction * threshold)
 
 
+def catching(
+    threshold: float,
+    num_perm: int,
+    min_probability: float = 0.95,
+    far_fraction: float = 1.0 / 3.0,
+    max_far_probability: float = 0.05,
+) -> tuple[int, int]:
+    """(b, r) that make pairs at `threshold` candidates with probability >= min_probability.
+
+    The automatic choice when it does; else, among the (b, r) that do, the
+    one with the fewest far candidates (p at far_fraction * threshold); else
+    (num_perm too small) the automatic choice, whose probability tells.
+    """
+    bands, rows = choose_bands_rows(threshold, num_perm, far_fraction, max_far_probability)
+    if candidate_probability(threshold, bands, rows) >= min_probability:
+        return bands, rows
+    far = far_fraction * threshold
+    best_key, best = None, None
+    for r in range(1, num_perm + 1):
+        for b in range(1, num_perm // r + 1):
+            if candidate_probability(threshold, b, r) >= min_probability:
+                key = (round(candidate_probability(far, b, r), 9), b * r)
+                if best_key is None or key < best_key:
+                    best_key, best = key, (b, r)
+                break  # more bands only raise the far probability
+    return best if best is not None else (bands, rows)
+
+
 def perm_needed(
     threshold: float,
     target: float = TARGET_CATCH,
@@ -172,7 +201,7 @@ def format_report(params: LshParams, far_fraction: float, max_far_probability: f
         f"threshold        {params.threshold:g}",
         f"num_perm         {params.num_perm} ({params.bands * params.rows} used)",
         f"bands x rows     {params.bands} x {params.rows}" + ("  (chosen)" if params.chosen else "  (pinned)"),
-        f"S* (50% point)   {params.s_star:.4f}",
+        f"S* (bend)        {params.s_star:.4f}",
         f"P(candidate) at threshold {params.threshold:g}: {params.p_at_threshold:.4f}",
         f"P(candidate) at far Jaccard {params.far_jaccard:.3g}: {params.p_at_far:.4f}",
     ]

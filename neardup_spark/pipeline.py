@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 
-from . import __version__
+from . import __version__, boilerplate
 from . import columns as C
 from .banding import band_rows
 from .candidates import candidate_pairs
@@ -30,7 +30,7 @@ from .exact import exact_copies, exact_edges
 from .keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
 from .params import advice, lsh_params
 from .read import check_documents, documents, drop_bookkeeping, read_input, spread
-from .sketch import sketch
+from .sketch import Stripping, sketch
 from .verify import verify
 from .write import check_output_free, keeper_rows, write_report, write_tables
 
@@ -45,6 +45,8 @@ class DedupResult:
     pairs: DataFrame  # doc_a, doc_b, jaccard, containment_a, containment_b
     deduplicated: DataFrame  # the keepers' original rows
     report: dict
+    boilerplate: DataFrame | None = None  # line_key, documents, example: the stripped lines (when enabled)
+    sketched: DataFrame | None = field(default=None, repr=False)  # per-document sketch table (internal ids)
     _cached: list[DataFrame] = field(default_factory=list, repr=False)
 
     def unpersist(self) -> None:
@@ -87,16 +89,46 @@ class _Stages:
         return df
 
 
-def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
-    """Find near-duplicates in `raw` (with the columns cfg.input names) and pick keepers.
+@dataclass
+class Prepared:
+    """Documents read, checked, stripped of boilerplate (when enabled) and sketched."""
+
+    docs: DataFrame  # doc_id, text, metadata: checked, as read (before stripping)
+    table: DataFrame  # per document: _nid, doc_id, exact_hash, shingles, bands, is_empty, keeper inputs
+    counts: dict[str, int]
+    boilerplate: dict  # the report's "boilerplate" section
+    lines: boilerplate.Boilerplate | None  # the stripped lines (when enabled)
+    stages: "_Stages"
+
+    def release(self) -> None:
+        """Unpersist every frame the stages kept."""
+        for df in self.stages.cached:
+            df.unpersist()
+        self.stages.cached.clear()
+
+
+@dataclass
+class Verified:
+    """Everything up to verified pairs: what `deduplicate` clusters and `calibrate` samples."""
+
+    prep: Prepared
+    copies: DataFrame  # _nid, exact_rep: exact copies and their representative
+    near: DataFrame  # verified near pairs of _nid (doc_a, doc_b, jaccard, containments, match)
+
+    @property
+    def edges(self) -> DataFrame:
+        return self.near.unionByName(exact_edges(self.copies))
+
+
+def prepared(raw: DataFrame, cfg: Config, st: "_Stages | None" = None) -> Prepared:
+    """Read and check, strip boilerplate (when enabled), sketch.
 
     Raises InputError before heavy work for missing columns, wrong types,
     malformed JSON, null or duplicate ids.
     """
     lsh = lsh_params(cfg)
-    st = _Stages(raw.sparkSession)
+    st = st or _Stages(raw.sparkSession)
     counts: dict[str, int] = {}  # figures of the result: the same on any partitioning
-    work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
 
     with st.stage("read"):
         docs = documents(raw, cfg)
@@ -105,6 +137,12 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
         warm.join()
         docs = spread(drop_bookkeeping(docs), cfg)
 
+    found = None
+    if cfg.boilerplate.enabled:
+        with st.stage("boilerplate"):
+            found = boilerplate.find(docs, cfg.boilerplate, cfg.normalise, counts["documents"], cfg.minhash.seed)
+    strip = Stripping(found.keys, cfg.boilerplate.unit) if found is not None else None
+
     with st.stage("sketch"):
         # Internal ids: every later shuffle moves 8-byte longs, whatever the
         # users' ids are (URLs run to 100 bytes). Fixed once the table is persisted.
@@ -112,11 +150,21 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
             F.monotonically_increasing_id().alias(C.NID), C.DOC_ID, C.TEXT,
             F.length(C.TEXT).alias(TEXT_LEN), *keeper_inputs(docs, cfg),
         )
-        table = st.keep(sketch(slim, cfg, lsh))
-        row = table.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty")).first()
+        table = st.keep(sketch(slim, cfg, lsh, strip))
+        aggs = [F.count(F.lit(1)).alias("n"), F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty")]
+        if strip is not None:
+            aggs += [F.sum(C.STRIPPED).alias("segments"), F.sum((F.col(C.STRIPPED) > 0).cast("long")).alias("docs")]
+        row = table.agg(*aggs).first()
         counts["empty"] = int(row["empty"] or 0)
         if int(row["n"]) != counts["documents"]:  # pragma: no cover - an invariant, not an input error
             raise AssertionError(f"{row['n']} sketched rows for {counts['documents']} documents")
+    return Prepared(docs, table, counts, _boilerplate_report(cfg, found, row), found, st)
+
+
+def verified(raw: DataFrame, cfg: Config, st: "_Stages | None" = None) -> Verified:
+    """`prepared`, then the exact pass, LSH candidates and exact verification."""
+    prep = prepared(raw, cfg, st)
+    st, table, counts = prep.stages, prep.table, prep.counts
 
     with st.stage("exact"):
         copies = st.keep(exact_copies(table))
@@ -131,7 +179,20 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
     with st.stage("verify"):
         near = st.keep(verify(cands, cfg, table, counts["candidate_pairs"]))
         counts["verified_pairs"] = near.count()
-        edges = near.unionByName(exact_edges(copies))
+    return Verified(prep, copies, near)
+
+
+def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
+    """Find near-duplicates in `raw` (with the columns cfg.input names) and pick keepers.
+
+    Raises InputError before heavy work for missing columns, wrong types,
+    malformed JSON, null or duplicate ids.
+    """
+    lsh = lsh_params(cfg)
+    st = _Stages(raw.sparkSession)
+    work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
+    v = verified(raw, cfg, st)
+    table, counts, edges = v.prep.table, v.prep.counts, v.edges
 
     with st.stage("components"):
         comps = connected_components(edges, cfg, work)  # iterates with its own actions; read once below
@@ -156,13 +217,29 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
         "lsh": lsh.as_dict(),
         "advice": advice(lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability),
         "counts": counts,
+        "boilerplate": v.prep.boilerplate,
         "work": work,
         "stage_seconds": st.seconds,
         "config": to_dict(cfg),
     }
     pairs = with_doc_ids(edges, index.select(C.NID, C.DOC_ID))
     dedup = keeper_rows(raw, cfg, clusters, counts["clusters"], counts["removed"])
-    return DedupResult(clusters, pairs, dedup, report, st.cached)
+    lines = boilerplate.lines_frame(raw.sparkSession, v.prep.lines) if v.prep.lines is not None else None
+    return DedupResult(clusters, pairs, dedup, report, lines, table, st.cached)
+
+
+def _boilerplate_report(cfg: Config, found: boilerplate.Boilerplate | None, sketched) -> dict:
+    """What stripping did: the rule, the lines found, and what they removed."""
+    out: dict = {"enabled": cfg.boilerplate.enabled}
+    if found is not None:
+        out.update(
+            unit=cfg.boilerplate.unit,
+            min_documents=found.min_documents,
+            lines=len(found.keys),
+            stripped_segments=int(sketched["segments"] or 0),
+            documents_stripped=int(sketched["docs"] or 0),
+        )
+    return out
 
 
 def _warm_python_workers(spark: SparkSession) -> threading.Thread:
@@ -206,6 +283,10 @@ def run(spark: SparkSession, cfg: Config) -> dict:
     """Read cfg.input, deduplicate, write cfg.output; returns the report."""
     require_io_paths(cfg)
     check_output_free(cfg)
+    if cfg.output.plots:
+        from .figures import check_can_plot
+
+        check_can_plot(cfg.output.path)
     start = time.perf_counter()
     raw = read_input(spark, cfg)
     result = deduplicate(raw, cfg)
@@ -213,6 +294,13 @@ def run(spark: SparkSession, cfg: Config) -> dict:
     with writing.stage("write"):
         write_tables(result, cfg)
     result.report["stage_seconds"]["write"] = writing.seconds["write"]
+    if cfg.output.plots:
+        from .figures import write_run_plots
+        from .write import local_path
+
+        with writing.stage("plots"):
+            result.report["plots"] = write_run_plots(result, cfg, local_path(cfg.output.path))
+        result.report["stage_seconds"]["plots"] = writing.seconds["plots"]
     result.report["wall_seconds"] = round(time.perf_counter() - start, 3)
     result.report["output"] = cfg.output.path
     write_report(result.report, cfg.output.path, spark)

@@ -19,6 +19,7 @@ Same seed, same keys, on any partitioning.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -28,12 +29,21 @@ from pyspark.sql.functions import pandas_udf
 
 from . import columns as C
 from . import hashing
+from .boilerplate import strip_normalised
 from .config import Config, NormaliseConfig
 from .normalise import normalise_series, utf8_bytes
 from .params import LshParams, lsh_params
 
-SKETCH_TYPE = f"struct<{C.EXACT_HASH}:binary,{C.SHINGLES}:binary,{C.BANDS}:array<bigint>>"
+SKETCH_TYPE = f"struct<{C.EXACT_HASH}:binary,{C.SHINGLES}:binary,{C.BANDS}:array<bigint>,{C.STRIPPED}:int>"
 _DIGEST_BYTES = 16
+
+
+@dataclass(frozen=True)
+class Stripping:
+    """Boilerplate segment keys to remove (see `boilerplate`), and how texts are cut."""
+
+    keys: frozenset[int]
+    unit: str = "line"
 
 
 def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
@@ -57,10 +67,15 @@ def digest(text: str) -> bytes:
 
 
 def sketch_frame(
-    texts: pd.Series, opts: NormaliseConfig, unit: str, k: int, seed: int, a: np.ndarray, b: np.ndarray, lsh: LshParams
+    texts: pd.Series, opts: NormaliseConfig, unit: str, k: int, seed: int, a: np.ndarray, b: np.ndarray, lsh: LshParams,
+    strip: Stripping | None = None,
 ) -> pd.DataFrame:
-    """Raw texts -> DataFrame(exact_hash, shingles, bands); empty texts get a null hash and no shingles or bands."""
-    norm = normalise_series(texts, opts)
+    """Raw texts -> DataFrame(exact_hash, shingles, bands, stripped); empty texts get a null
+    hash and no shingles or bands. With `strip`, boilerplate segments go before anything else."""
+    if strip is None:
+        norm, stripped = normalise_series(texts, opts), np.zeros(len(texts), dtype=np.int32)
+    else:
+        norm, stripped = strip_normalised(texts, opts, strip.unit, strip.keys)
     n = len(norm)
     hashes: list[bytes | None] = [None] * n
     shingles: list[bytes] = [b""] * n
@@ -77,30 +92,36 @@ def sketch_frame(
             hashes[i] = digest(chunk[j])
             shingles[i] = packed[4 * offsets[j] : 4 * offsets[j + 1]]
             keys[i] = band[j]
-    return pd.DataFrame({C.EXACT_HASH: hashes, C.SHINGLES: shingles, C.BANDS: keys}, index=texts.index)
+    return pd.DataFrame(
+        {C.EXACT_HASH: hashes, C.SHINGLES: shingles, C.BANDS: keys, C.STRIPPED: stripped}, index=texts.index
+    )
 
 
-def sketch_column(text: Column, cfg: Config, lsh: LshParams | None = None) -> Column:
-    """A struct column (exact_hash, shingles, bands) computed from raw `text`."""
+
+def sketch_column(text: Column, cfg: Config, lsh: LshParams | None = None, strip: Stripping | None = None) -> Column:
+    """A struct column (exact_hash, shingles, bands, stripped) computed from raw `text`."""
     lsh = lsh or lsh_params(cfg)
     opts, unit, k, seed = cfg.normalise, cfg.shingle.unit, cfg.shingle.k, cfg.minhash.seed
     a, b = hashing.permutations(cfg.minhash.num_perm, seed)
 
     @pandas_udf(SKETCH_TYPE)
     def _sketch(texts: pd.Series) -> pd.DataFrame:
-        return sketch_frame(texts, opts, unit, k, seed, a, b, lsh)
+        return sketch_frame(texts, opts, unit, k, seed, a, b, lsh, strip)
 
     return _sketch(utf8_bytes(text))
 
 
-def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None) -> DataFrame:
-    """docs(text, ...) -> docs without text + exact_hash, shingles, bands, is_empty."""
+def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None, strip: Stripping | None = None) -> DataFrame:
+    """docs(text, ...) -> docs without text + exact_hash, shingles, bands, is_empty, and
+    (with `strip`) the number of boilerplate segments removed."""
     s = "_sketch"
-    out = docs.withColumn(s, sketch_column(F.col(C.TEXT), cfg, lsh)).drop(C.TEXT)
+    out = docs.withColumn(s, sketch_column(F.col(C.TEXT), cfg, lsh, strip)).drop(C.TEXT)
+    extra = [F.col(f"{s}.{C.STRIPPED}").alias(C.STRIPPED)] if strip is not None else []
     return out.select(
         *[c for c in out.columns if c != s],
         F.col(f"{s}.{C.EXACT_HASH}").alias(C.EXACT_HASH),
         F.col(f"{s}.{C.SHINGLES}").alias(C.SHINGLES),
         F.col(f"{s}.{C.BANDS}").alias(C.BANDS),
         F.col(f"{s}.{C.EXACT_HASH}").isNull().alias(C.IS_EMPTY),
+        *extra,
     )

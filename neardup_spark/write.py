@@ -61,6 +61,11 @@ def check_output_free(cfg: Config) -> None:
             raise NeardupError(f"output {out!r} already exists; pass --overwrite (output.mode = 'overwrite') to replace it")
 
 
+def local_path(path: str) -> str:
+    """A local output path without its file: scheme."""
+    return _local(path)
+
+
 def _local(path: str) -> str:
     if path.startswith("file://"):
         return path[len("file://") :]
@@ -68,12 +73,14 @@ def _local(path: str) -> str:
 
 
 def write_tables(result: "DedupResult", cfg: Config) -> None:
-    """Write the three Parquet tables under cfg.output.path."""
+    """Write the Parquet tables under cfg.output.path (boilerplate/ when stripping ran)."""
     out = cfg.output.path.rstrip("/")
     mode = cfg.output.mode
     result.clusters.write.mode(mode).parquet(f"{out}/clusters")
     result.pairs.write.mode(mode).parquet(f"{out}/pairs")
     result.deduplicated.write.mode(mode).parquet(f"{out}/deduplicated")
+    if result.boilerplate is not None:
+        result.boilerplate.coalesce(1).write.mode(mode).parquet(f"{out}/boilerplate")
 
 
 def is_local_path(path: str) -> bool:

@@ -81,7 +81,7 @@ def test_bad_arguments_are_one_line_errors(spark, tmp_path, capsys, argv, messag
 def test_params_prints_choice_and_curve(capsys):
     assert cli.main(["params", "--threshold", "0.3", "--num-perm", "128"]) == 0
     text = capsys.readouterr().out
-    assert "42 x 3" in text and "S* (50% point)   0.2877" in text and "<- threshold" in text
+    assert "42 x 3" in text and "S* (bend)        0.2877" in text and "<- threshold" in text
     assert cli.main(["params", "--threshold", "0.8", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["bands"], data["rows"]) == (25, 5) and data["p_candidate_at_threshold"] > 0.99
@@ -153,3 +153,28 @@ def test_library_call_under_spark_connect(spark, tmp_path):
     assert got["counts"] == classic.report["counts"]
     assert got["statuses"] == {r["status"]: r["count"] for r in classic.clusters.groupBy("status").count().collect()}
     classic.unpersist()
+
+
+def test_run_with_plots_and_stripping_then_evaluate(spark, tmp_path, capsys):
+    out = tmp_path / "out"
+    rc = cli.main(["run", "--input", SAMPLE, "--output", str(out), "--plots", "--strip-boilerplate",
+                   "--boilerplate-min-docs", "20", *COMMON])
+    assert rc == 0
+    capsys.readouterr()
+    report = json.loads((out / "report.json").read_text())
+    for name in ("s_curve.png", "jaccard.png", "cluster_sizes.png"):
+        assert (out / name).read_bytes()[:4] == b"\x89PNG"
+        assert str(out / name) in report["plots"]
+    # The sample's shared footers (in ~40 documents each) are found and listed.
+    lines = pd.read_parquet(out / "boilerplate")
+    assert report["boilerplate"]["lines"] == len(lines) > 0 and (lines["documents"] >= 20).all()
+    assert lines["example"].notna().all()
+    rc = cli.main(["evaluate", "--input", SAMPLE, "--format", "jsonl", "--labels-col", "group", "--edit-col", "edit",
+                   "--clusters", str(out), "--json", "--shuffle-partitions", "4"])
+    assert rc == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["documents"] == 1000 and scores["pairs"]["precision"] == 1.0 and scores["pairs"]["recall"] == 1.0
+    assert scores["adjusted_rand_index"] == 1.0 and scores["by_edit"]["reorder"]["recall"] == 1.0
+    rc = cli.main(["evaluate", "--input", SAMPLE, "--format", "jsonl", "--labels-col", "nope",
+                   "--clusters", str(out), "--shuffle-partitions", "4"])
+    assert rc == 2 and "nope" in capsys.readouterr().err

@@ -1,0 +1,254 @@
+"""Boilerplate stripping, before shingling: lines that many documents share are removed.
+
+Navigation menus, share buttons, licence text and site footers repeat across
+thousands of a site's pages. Left in, they raise the Jaccard of unrelated
+pages of one site (30% shared boilerplate puts such pairs near 0.18, 45%
+near 0.29) until a 0.3 threshold returns more junk than duplicates.
+
+A text is cut into *segments*: its lines, or with unit "sentence" also
+after each . ! or ?. Segments are compared in their normalised form (the
+pipeline's own normalisation: NFKC, lower case, punctuation to spaces), by
+a 64-bit BLAKE2b key. Blank segments (nothing left after normalising) are
+never boilerplate.
+
+1. `find`: one Pandas UDF pass gives each document's distinct segment keys;
+   the JVM counts documents per key. Keys in at least
+   max(min_docs, ceil(min_share * documents)) documents are boilerplate.
+   They come to the driver (more than `max_lines` is an error: the rule is
+   too loose) with their counts and one example line each, read from a
+   sample of documents large enough to meet every such line ~30 times.
+2. The sketch stage strips them (`strip_normalised`, inside the same UDF
+   that shingles, so it costs no extra pass): the normalised text becomes
+   the normalised forms of the kept segments. A document made *only* of
+   boilerplate keeps all of its text: it still meets its copies and is
+   never emptied.
+
+The trade-off to know: a story copied verbatim into more documents than the
+rule's count has its shared lines counted as boilerplate too. Whole copies
+stay whole (rule above), but an edited copy keeps only its edited lines and
+can drop out of its story's cluster. Keep `min_docs` above the most copies a
+story can have in your archive (`neardup calibrate` lists the most frequent
+lines with their counts) and read `boilerplate/` in the output, which lists
+every stripped line with its document count.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+from typing import Collection, Sequence
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.functions import pandas_udf
+
+from . import columns as C
+from . import hashing
+from .config import BoilerplateConfig, NormaliseConfig
+from .errors import NeardupError
+from .normalise import _separator_table, utf8_bytes
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# What str.splitlines() breaks on.
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_EXAMPLE_HITS = 30  # each boilerplate line is expected this often in the example sample
+_EXAMPLE_CHARS = 200
+KEY = "line_key"
+DOCS = "documents"
+EXAMPLE = "example"
+
+
+def split_segments(text: str, unit: str) -> list[str]:
+    """The text's segments as written: its lines (any line break), or its sentences within
+    lines; one per segment of `segment_batch`, blank ones included."""
+    if unit == "sentence":
+        text = _SENTENCE_END.sub("\n", text)
+    return text.translate(_segment_table(None)).split("\n")
+
+
+def _decode(text) -> str | None:
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text).decode("utf-8", "replace")
+    return None if text is None or (isinstance(text, float) and text != text) else text
+
+
+@functools.lru_cache(maxsize=3)
+def _segment_table(punctuation: bool | None) -> dict[int, str]:
+    """The normaliser's translate table (punctuation True), or none (False, None), except
+    that line breaks become newlines: segment ends."""
+    table = dict(_separator_table()) if punctuation else {}
+    table.update({ord(ch): "\n" for ch in _LINE_BREAKS})
+    return table
+
+
+@dataclass(frozen=True)
+class Segmented:
+    """A batch of texts cut into segments: their normalised forms and keys, flat."""
+
+    forms: list[str]  # normalised; "" for a blank segment
+    keys: list[int]  # 64-bit signed key per segment (0 for a blank one)
+    offsets: np.ndarray  # segments of text i: offsets[i]:offsets[i+1]
+    present: np.ndarray  # bool per text: not null
+
+    def of(self, i: int) -> slice:
+        return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
+
+
+def segment_batch(texts: pd.Series, opts: NormaliseConfig, unit: str) -> Segmented:
+    """Raw texts (str or UTF-8 bytes, nulls allowed) -> their normalised segments and keys.
+
+    The same steps as `normalise_series`, in the same order, but line breaks
+    (and sentence ends) survive as segment boundaries; joining a text's
+    non-blank forms with spaces gives exactly its normalised text.
+    """
+    decoded = pd.Series([_decode(t) for t in texts], dtype=object)
+    present = decoded.notna().to_numpy()
+    if unit == "sentence":
+        decoded = decoded.str.replace(_SENTENCE_END, "\n", regex=True)
+    if opts.nfkc:
+        decoded = decoded.str.normalize("NFKC")
+    if opts.lowercase:
+        decoded = decoded.str.lower()
+    table = _segment_table(opts.punctuation)
+    forms: list[str] = []
+    sizes = np.zeros(len(decoded), dtype=np.int64)
+    for i, text in enumerate(decoded):
+        if isinstance(text, str):
+            parts = [" ".join(p.split()) for p in text.translate(table).split("\n")]
+            forms.extend(parts)
+            sizes[i] = len(parts)
+    offsets = np.zeros(len(decoded) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    keys = hashing.string_hashes(forms).view(np.int64)
+    keys[np.fromiter((not f for f in forms), dtype=bool, count=len(forms))] = 0
+    return Segmented(forms, keys.tolist(), offsets, present)
+
+
+def distinct_keys(texts: pd.Series, opts: NormaliseConfig, unit: str) -> pd.Series:
+    """Per text, the distinct keys of its non-blank segments (int64 arrays)."""
+    seg = segment_batch(texts, opts, unit)
+    keys = np.asarray(seg.keys, dtype=np.int64)
+    out = []
+    for i in range(len(texts)):
+        k = keys[seg.of(i)]
+        out.append(np.unique(k[k != 0]))  # 0: a blank segment
+    return pd.Series(out, index=texts.index)
+
+
+def strip_normalised(texts: pd.Series, opts: NormaliseConfig, unit: str,
+                     boilerplate: Collection[int]) -> tuple[pd.Series, np.ndarray]:
+    """(normalised texts without their boilerplate segments, segments stripped per text).
+
+    The result equals `normalise_series` of the kept segments joined by
+    spaces. A text whose non-blank segments are all boilerplate is kept
+    whole (0 stripped); null stays null.
+    """
+    seg = segment_batch(texts, opts, unit)
+    out: list[str | None] = []
+    stripped = np.zeros(len(texts), dtype=np.int32)
+    for i in range(len(texts)):
+        if not seg.present[i]:
+            out.append(None)
+            continue
+        forms = [f for f in seg.forms[seg.of(i)] if f]
+        kept = [f for f, k in zip(seg.forms[seg.of(i)], seg.keys[seg.of(i)]) if f and k not in boilerplate]
+        if kept and len(kept) < len(forms):
+            stripped[i] = len(forms) - len(kept)
+            forms = kept
+        out.append(" ".join(forms))
+    return pd.Series(out, index=texts.index, dtype=object), stripped
+
+
+@dataclass(frozen=True)
+class Boilerplate:
+    """The segments found to be boilerplate, and the count that made them so."""
+
+    keys: frozenset[int]
+    min_documents: int  # max(min_docs, ceil(min_share * documents))
+    lines: pd.DataFrame  # line_key, documents, example: most frequent first
+
+    def as_dict(self) -> dict:
+        return {"lines": len(self.keys), "min_documents": self.min_documents}
+
+
+def min_documents(cfg: BoilerplateConfig, n_docs: int) -> int:
+    """Documents a segment must occur in to count as boilerplate."""
+    return max(cfg.min_docs, math.ceil(cfg.min_share * n_docs))
+
+
+def line_counts(docs: DataFrame, opts: NormaliseConfig, unit: str) -> DataFrame:
+    """(line_key, documents): in how many documents of docs(text) each segment occurs."""
+
+    @pandas_udf("array<bigint>")
+    def _keys(texts: pd.Series) -> pd.Series:
+        return distinct_keys(texts, opts, unit)
+
+    keys = docs.select(F.explode(_keys(utf8_bytes(F.col(C.TEXT)))).alias(KEY))
+    return keys.groupBy(KEY).agg(F.count(F.lit(1)).alias(DOCS))
+
+
+def find(docs: DataFrame, cfg: BoilerplateConfig, opts: NormaliseConfig, n_docs: int, seed: int = 1) -> Boilerplate:
+    """The boilerplate segments of docs(text, ...), which hold n_docs documents."""
+    need = min_documents(cfg, n_docs)
+    frequent = line_counts(docs, opts, cfg.unit).where(F.col(DOCS) >= need)
+    rows = frequent.orderBy(F.desc(DOCS), KEY).limit(cfg.max_lines + 1).collect()
+    if len(rows) > cfg.max_lines:
+        raise NeardupError(
+            f"more than boilerplate.max_lines = {cfg.max_lines} distinct lines occur in >= {need} documents; "
+            "raise boilerplate.min_docs or min_share (or max_lines, if that many really are boilerplate)"
+        )
+    counts = pd.DataFrame({KEY: [int(r[KEY]) for r in rows], DOCS: [int(r[DOCS]) for r in rows]})
+    keys = frozenset(counts[KEY].tolist())
+    if keys:
+        # A sample that meets each boilerplate line ~30 times finds an example of each.
+        fraction = min(1.0, _EXAMPLE_HITS / need)
+        sample = docs if fraction >= 1.0 else docs.sample(fraction=fraction, seed=seed)
+        counts[EXAMPLE] = counts[KEY].map(examples(sample, opts, cfg.unit, keys))
+    else:
+        counts[EXAMPLE] = pd.Series([], dtype=object)
+    return Boilerplate(keys, need, counts)
+
+
+def examples(docs: DataFrame, opts: NormaliseConfig, unit: str, keys: frozenset[int]) -> dict[int, str]:
+    """{key: one of its segments as written (trimmed)} for the keys met in docs(text)."""
+    if not keys:
+        return {}
+
+    @pandas_udf(f"array<struct<{KEY}:bigint,{EXAMPLE}:string>>")
+    def _matches(texts: pd.Series) -> pd.Series:
+        seg = segment_batch(texts, opts, unit)
+        raw = [split_segments(t, unit) if t is not None else [] for t in map(_decode, texts)]
+        out = []
+        for i in range(len(texts)):
+            if len(raw[i]) != seg.offsets[i + 1] - seg.offsets[i]:  # pragma: no cover - a safeguard
+                out.append([])
+                continue
+            pairs = zip(seg.keys[seg.of(i)], raw[i])
+            out.append([{KEY: k, EXAMPLE: s.strip()[:_EXAMPLE_CHARS]} for k, s in pairs if k in keys])
+        return pd.Series(out, index=texts.index)
+
+    found = docs.select(F.explode(_matches(utf8_bytes(F.col(C.TEXT)))).alias("m")).select("m.*")
+    return {int(r[KEY]): r[EXAMPLE] for r in found.groupBy(KEY).agg(F.min(EXAMPLE).alias(EXAMPLE)).collect()}
+
+
+def lines_frame(spark, found: Boilerplate) -> DataFrame:
+    """The boilerplate table written to `boilerplate/`: line_key, documents, example."""
+    schema = f"{KEY} long, {DOCS} long, {EXAMPLE} string"
+    rows = [(int(k), int(d), e if isinstance(e, str) else None) for k, d, e in found.lines.itertuples(index=False)]
+    return spark.createDataFrame(rows, schema)
+
+
+def top_lines(docs: DataFrame, opts: NormaliseConfig, unit: str, n: int = 20) -> list[tuple[int, int]]:
+    """The n most frequent segments as (key, documents): what calibrate shows."""
+    rows = line_counts(docs, opts, unit).orderBy(F.desc(DOCS), KEY).limit(n).collect()
+    return [(int(r[KEY]), int(r[DOCS])) for r in rows]
+
+
+__all__: Sequence[str] = [
+    "Boilerplate", "examples", "find", "line_counts", "lines_frame", "min_documents", "segment_batch",
+    "split_segments", "strip_normalised", "top_lines",
+]
