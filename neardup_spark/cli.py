@@ -1,4 +1,4 @@
-"""`neardup` command line: run, calibrate, evaluate, params, generate. A thin layer over the library.
+"""`neardup` command line: run, calibrate, evaluate, index, params, generate. A thin layer over the library.
 
 Config files load first (left to right), then command-line values override
 them; everything is validated in `config` before Spark starts.
@@ -61,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--keeper-rules", help="comma-separated: earliest, source_priority, longest, smallest_id")
     run.add_argument("--source-priority", help="comma-separated sources, most preferred first")
     run.add_argument("--plots", action="store_true", help="also write PNG plots next to report.json (needs matplotlib)")
+    run.add_argument("--index", help="archive index directory (with --append)")
+    run.add_argument("--append", action="store_true", default=None,
+                     help="check the batch against the index and itself, then append it (index.append)")
+    run.add_argument("--sticky-keeper", action="store_true", default=None,
+                     help="never replace an archived keeper with a newcomer (index.sticky_keeper)")
     _add_spark_options(run)
     run.add_argument("--quiet", action="store_true", help="print only the output path, not the report")
 
@@ -99,6 +104,28 @@ def _parser() -> argparse.ArgumentParser:
     params.add_argument("--step", type=float, default=0.05, help="S-curve table step")
     params.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
+    index = sub.add_parser("index", help="build or export the archive index of nightly batches")
+    isub = index.add_subparsers(dest="index_command", required=True)
+    build = isub.add_parser("build", help="run the pipeline over the archive and write its index")
+    _add_input_options(build)
+    build.add_argument("--metadata-cols", help="comma-separated columns to carry through")
+    build.add_argument("--index", required=True, help="directory for the index (must not hold one)")
+    build.add_argument("--output", help="also write the run's tables and report here")
+    build.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    _add_param_options(build)
+    build.add_argument("--seed", type=int)
+    build.add_argument("--shingle-unit", choices=["word", "char"])
+    build.add_argument("--k", type=int, help="shingle size in words (or characters)")
+    build.add_argument("--keeper-rules", help="comma-separated: earliest, source_priority, longest, smallest_id")
+    build.add_argument("--source-priority", help="comma-separated sources, most preferred first")
+    _add_spark_options(build)
+    exp = isub.add_parser("export", help="write the index's current clusters/ (a run's clusters schema)")
+    exp.add_argument("--index", required=True)
+    exp.add_argument("--output", required=True)
+    exp.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    exp.add_argument("--config", action="append", default=[], help="TOML config file (repeatable; later wins)")
+    _add_spark_options(exp)
+
     gen = sub.add_parser("generate", help="write a labelled corpus with the seven controlled edits")
     gen.add_argument("--docs", type=int, default=10_000)
     gen.add_argument("--output", required=True)
@@ -122,7 +149,10 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "input.id_col": get("id_col"),
         "input.text_col": get("text_col"),
         "input.metadata_cols": get("metadata_cols"),
-        "output.path": get("output") if get("command") == "run" else None,
+        "output.path": get("output") if get("command") in ("run", "index") else None,
+        "index.path": get("index"),
+        "index.append": get("append"),
+        "index.sticky_keeper": get("sticky_keeper"),
         "output.mode": "overwrite" if get("overwrite") else None,
         "output.plots": True if get("plots") is True else None,
         "boilerplate.enabled": get("strip_boilerplate"),
@@ -314,6 +344,31 @@ def _format_scores(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _cmd_index(args: argparse.Namespace) -> int:
+    from . import nightly
+
+    cfg = config_from_args(args)
+    if args.index_command == "export":
+        from .write import check_output_free
+
+        check_output_free(cfg)
+        n = _in_session(cfg, lambda spark: nightly.export(spark, cfg.index.path, cfg.output.path, cfg.output.mode))
+        print(f"wrote the current clusters of {n} archived documents to {cfg.output.path.rstrip('/')}/clusters")
+        return 0
+    if not cfg.input.path:
+        raise NeardupError("input.path is required (--input)")
+    _check_local_input(cfg)
+    output = args.output
+    if output:
+        from .write import check_output_free
+
+        check_output_free(cfg)
+    report = _in_session(cfg, lambda spark: nightly.build(spark, cfg, output))
+    print(json.dumps({"index": report["index"], "counts": report["counts"],
+                      "wall_seconds": report["wall_seconds"]}, indent=2))
+    return 0
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from .corpus import CorpusSpec, write
 
@@ -330,6 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "calibrate": _cmd_calibrate,
         "evaluate": _cmd_evaluate,
         "params": _cmd_params,
+        "index": _cmd_index,
         "generate": _cmd_generate,
     }
     try:

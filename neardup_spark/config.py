@@ -133,6 +133,15 @@ class OutputConfig:
 
 
 @dataclass(frozen=True)
+class IndexConfig:
+    """The archive index a nightly batch is checked against and appended to (see `nightly`)."""
+
+    path: str = ""
+    append: bool = False  # run: query the batch against the index, then append it
+    sticky_keeper: bool = False  # an archived keeper is never replaced by a newcomer
+
+
+@dataclass(frozen=True)
 class SparkConfig:
     """Only used by the CLI and jobs when they build a session themselves."""
 
@@ -154,6 +163,7 @@ class Config:
     cluster: ClusterConfig = ClusterConfig()
     keeper: KeeperConfig = KeeperConfig()
     output: OutputConfig = OutputConfig()
+    index: IndexConfig = IndexConfig()
     spark: SparkConfig = SparkConfig()
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> "Config":
@@ -328,6 +338,7 @@ def validate(cfg: Config) -> None:
     )
     _one_of(cfg.output.mode, OUTPUT_MODES, "output.mode")
     _check(cfg.spark.shuffle_partitions >= 0, "spark.shuffle_partitions must be >= 0")
+    _check(not cfg.index.append or bool(cfg.index.path), "index.append needs index.path (--index)")
 
 
 def require_io_paths(cfg: Config) -> None:

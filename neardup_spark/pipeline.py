@@ -27,6 +27,7 @@ from .candidates import candidate_pairs
 from .components import connected_components
 from .config import Config, require_io_paths, to_dict
 from .exact import exact_copies, exact_edges
+from .index import TEXT_DIGEST, text_digest
 from .keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
 from .params import advice, lsh_params
 from .read import check_documents, documents, drop_bookkeeping, read_input, spread
@@ -47,6 +48,7 @@ class DedupResult:
     report: dict
     boilerplate: DataFrame | None = None  # line_key, documents, example: the stripped lines (when enabled)
     sketched: DataFrame | None = field(default=None, repr=False)  # per-document sketch table (internal ids)
+    copies: DataFrame | None = field(default=None, repr=False)  # _nid, exact_rep of exact copies
     _cached: list[DataFrame] = field(default_factory=list, repr=False)
 
     def unpersist(self) -> None:
@@ -98,7 +100,7 @@ class Prepared:
     counts: dict[str, int]
     boilerplate: dict  # the report's "boilerplate" section
     lines: boilerplate.Boilerplate | None  # the stripped lines (when enabled)
-    stages: "_Stages"
+    stages: _Stages
 
     def release(self) -> None:
         """Unpersist every frame the stages kept."""
@@ -120,35 +122,46 @@ class Verified:
         return self.near.unionByName(exact_edges(self.copies))
 
 
-def prepared(raw: DataFrame, cfg: Config, st: "_Stages | None" = None) -> Prepared:
+def prepared(raw: DataFrame, cfg: Config, st: _Stages | None = None, digest: bool = False) -> Prepared:
     """Read and check, strip boilerplate (when enabled), sketch.
 
     Raises InputError before heavy work for missing columns, wrong types,
-    malformed JSON, null or duplicate ids.
+    malformed JSON, null or duplicate ids. `digest` adds each raw text's
+    MD5 (`text_digest`), which the archive index keeps.
     """
-    lsh = lsh_params(cfg)
     st = st or _Stages(raw.sparkSession)
     counts: dict[str, int] = {}  # figures of the result: the same on any partitioning
-
-    with st.stage("read"):
-        docs = documents(raw, cfg)
-        warm = _warm_python_workers(raw.sparkSession)
-        counts["documents"] = check_documents(docs)
-        warm.join()
-        docs = spread(drop_bookkeeping(docs), cfg)
-
+    docs = checked_documents(raw, cfg, st, counts)
     found = None
     if cfg.boilerplate.enabled:
         with st.stage("boilerplate"):
             found = boilerplate.find(docs, cfg.boilerplate, cfg.normalise, counts["documents"], cfg.minhash.seed)
     strip = Stripping(found.keys, cfg.boilerplate.unit) if found is not None else None
+    table, row = sketched(docs, cfg, st, counts, strip, digest)
+    return Prepared(docs, table, counts, _boilerplate_report(cfg, found, row), found, st)
 
+
+def checked_documents(raw: DataFrame, cfg: Config, st: _Stages, counts: dict) -> DataFrame:
+    """documents(raw), checked (counts["documents"]) and spread over the cores."""
+    with st.stage("read"):
+        docs = documents(raw, cfg)
+        warm = _warm_python_workers(raw.sparkSession)
+        counts["documents"] = check_documents(docs)
+        warm.join()
+        return spread(drop_bookkeeping(docs), cfg)
+
+
+def sketched(docs: DataFrame, cfg: Config, st: _Stages, counts: dict, strip: Stripping | None = None,
+             digest: bool = False, expected: int | None = None):
+    """(the persisted sketch table, its summary row) for checked documents; counts["empty"]."""
+    lsh = lsh_params(cfg)
     with st.stage("sketch"):
         # Internal ids: every later shuffle moves 8-byte longs, whatever the
         # users' ids are (URLs run to 100 bytes). Fixed once the table is persisted.
+        extra = [text_digest(F.col(C.TEXT)).alias(TEXT_DIGEST)] if digest else []
         slim = docs.select(
             F.monotonically_increasing_id().alias(C.NID), C.DOC_ID, C.TEXT,
-            F.length(C.TEXT).alias(TEXT_LEN), *keeper_inputs(docs, cfg),
+            F.length(C.TEXT).alias(TEXT_LEN), *keeper_inputs(docs, cfg), *extra,
         )
         table = st.keep(sketch(slim, cfg, lsh, strip))
         aggs = [F.count(F.lit(1)).alias("n"), F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty")]
@@ -156,14 +169,15 @@ def prepared(raw: DataFrame, cfg: Config, st: "_Stages | None" = None) -> Prepar
             aggs += [F.sum(C.STRIPPED).alias("segments"), F.sum((F.col(C.STRIPPED) > 0).cast("long")).alias("docs")]
         row = table.agg(*aggs).first()
         counts["empty"] = int(row["empty"] or 0)
-        if int(row["n"]) != counts["documents"]:  # pragma: no cover - an invariant, not an input error
-            raise AssertionError(f"{row['n']} sketched rows for {counts['documents']} documents")
-    return Prepared(docs, table, counts, _boilerplate_report(cfg, found, row), found, st)
+        want = counts["documents"] if expected is None else expected
+        if int(row["n"]) != want:  # pragma: no cover - an invariant, not an input error
+            raise AssertionError(f"{row['n']} sketched rows for {want} documents")
+    return table, row
 
 
-def verified(raw: DataFrame, cfg: Config, st: "_Stages | None" = None) -> Verified:
+def verified(raw: DataFrame, cfg: Config, st: _Stages | None = None, digest: bool = False) -> Verified:
     """`prepared`, then the exact pass, LSH candidates and exact verification."""
-    prep = prepared(raw, cfg, st)
+    prep = prepared(raw, cfg, st, digest)
     st, table, counts = prep.stages, prep.table, prep.counts
 
     with st.stage("exact"):
@@ -182,7 +196,7 @@ def verified(raw: DataFrame, cfg: Config, st: "_Stages | None" = None) -> Verifi
     return Verified(prep, copies, near)
 
 
-def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
+def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResult:
     """Find near-duplicates in `raw` (with the columns cfg.input names) and pick keepers.
 
     Raises InputError before heavy work for missing columns, wrong types,
@@ -191,7 +205,7 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
     lsh = lsh_params(cfg)
     st = _Stages(raw.sparkSession)
     work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
-    v = verified(raw, cfg, st)
+    v = verified(raw, cfg, st, digest)
     table, counts, edges = v.prep.table, v.prep.counts, v.edges
 
     with st.stage("components"):
@@ -225,7 +239,7 @@ def deduplicate(raw: DataFrame, cfg: Config) -> DedupResult:
     pairs = with_doc_ids(edges, index.select(C.NID, C.DOC_ID))
     dedup = keeper_rows(raw, cfg, clusters, counts["clusters"], counts["removed"])
     lines = boilerplate.lines_frame(raw.sparkSession, v.prep.lines) if v.prep.lines is not None else None
-    return DedupResult(clusters, pairs, dedup, report, lines, table, st.cached)
+    return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, st.cached)
 
 
 def _boilerplate_report(cfg: Config, found: boilerplate.Boilerplate | None, sketched) -> dict:
@@ -280,7 +294,14 @@ def with_doc_ids(pairs: DataFrame, ids: DataFrame) -> DataFrame:
 
 
 def run(spark: SparkSession, cfg: Config) -> dict:
-    """Read cfg.input, deduplicate, write cfg.output; returns the report."""
+    """Read cfg.input, deduplicate, write cfg.output; returns the report.
+
+    With index.append, the input is a batch checked against the archive
+    index and appended to it (see `nightly.append`)."""
+    if cfg.index.append:
+        from .nightly import append
+
+        return append(spark, cfg)
     require_io_paths(cfg)
     check_output_free(cfg)
     if cfg.output.plots:

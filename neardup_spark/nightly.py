@@ -1,0 +1,404 @@
+"""Nightly batches: build an archive index once, then check each batch against it and append.
+
+`build` runs the whole pipeline over the archive and writes its index (see
+`index` for the layout). `append` takes today's batch and:
+
+1. reads and checks it; a batch already applied (same ids and texts: its
+   fingerprint is in the manifest) re-emits that run's stored output;
+2. looks its ids up in the index: a document already archived with the same
+   text is not inserted again; one with different text is an error;
+3. sketches the new documents (boilerplate stripped with the build's lines);
+4. exact pass within the batch and against the archive's digests;
+5. LSH candidates within the batch (as a full run makes them) and against
+   the archive's band rows (up to `lsh.all_pairs_bucket_limit` archived
+   documents per batch document and bucket, smallest ids first: a bucket
+   the archive has filled with one big story is met through its first
+   members, which are linked to the rest already);
+6. verifies every candidate exactly on the stored shingle sets;
+7. connected components over the batch documents and the archived
+   *clusters* they touch: a newcomer joins the cluster it matches (its id is
+   kept), bridges merge clusters (the smallest of their ids is kept), other
+   newcomers make new clusters (their smallest doc id, as in a full run);
+8. keepers by the configured rules over each touched cluster (with
+   `index.sticky_keeper`, an archived keeper is never replaced);
+9. writes the batch's results (its documents, and archived documents whose
+   cluster, keeper or status changed) and appends a part to the index; the
+   manifest switch comes last.
+
+Work and shuffles grow with the batch: the archive is read as columns
+(ids, digests, band rows, the shingle sets of the candidates), never
+re-sketched, re-banded or re-clustered.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from . import columns as C
+from . import index as ix
+from .candidates import candidate_pairs
+from .components import connected_components
+from .config import Config, require_io_paths
+from .errors import InputError
+from .exact import exact_copies, exact_edges
+from .keepers import TEXT_LEN, keeper_columns, rule_keys
+from .params import lsh_params
+from .pipeline import (
+    CLUSTER_COLUMNS,
+    _Stages,
+    checked_documents,
+    deduplicate,
+    sketched,
+    with_doc_ids,
+)
+from .read import read_input
+from .sketch import Stripping
+from .verify import verify
+from .write import check_output_free, write_report
+
+_ADOC = "_adoc"  # an archived document's id
+_CNODE = "_cnode"  # an archived cluster's node in the batch graph (negative)
+_BATCH = "_from_batch"
+IN_BATCH = "in_batch"  # append output: False for an archived document whose assignment changed
+PAIR_COLUMNS = (C.DOC_A, C.DOC_B, C.JACCARD, C.CONTAINMENT_A, C.CONTAINMENT_B, C.MATCH)
+# Below this many rows a frame is broadcast into its join with an archive table.
+BROADCAST_ROWS = 5_000_000
+
+
+def _doc_columns(cfg: Config) -> list[str]:
+    return [C.DOC_ID, ix.TEXT_DIGEST, C.EXACT_HASH, C.SHINGLES, TEXT_LEN, C.IS_EMPTY, *keeper_columns(cfg.keeper)]
+
+
+def _cut(df: DataFrame) -> DataFrame:
+    """Materialise df and cut its lineage (a local checkpoint): the batch's frames are small,
+    and each is read several times by plans that would otherwise nest every earlier one."""
+    return df.localCheckpoint(eager=True)
+
+
+def _maybe_broadcast(df: DataFrame, rows: int) -> DataFrame:
+    return F.broadcast(df) if rows <= BROADCAST_ROWS else df
+
+
+# -- build ------------------------------------------------------------------------------------------------------
+
+
+def build(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
+    """Run the pipeline over the archive (cfg.input) and write its index at cfg.index.path.
+
+    With `output`, the run's tables and report are written there too.
+    """
+    root = ix.ensure_new(cfg.index.path)
+    start = time.perf_counter()
+    raw = read_input(spark, cfg)
+    result = deduplicate(raw, cfg, digest=True)
+    try:
+        table = result.sketched
+        banded = table.where(~F.col(C.IS_EMPTY)).join(result.copies.select(C.NID), C.NID, "left_anti")
+        bands = banded.select(F.explode(C.BANDS).alias(C.BUCKET), C.DOC_ID)
+        part = ix.new_part_name(1)
+        stages = _Stages(spark)
+        with stages.stage("write_index"):
+            keys = None
+            if result.boilerplate is not None:
+                keys = result.boilerplate.select(F.col("line_key"))
+            ix.write_part(f"{root}/parts/{part}", table.select(*_doc_columns(cfg)), bands, result.clusters,
+                          boilerplate=keys)
+            if output:
+                from .write import write_tables
+
+                write_tables(result, cfg.with_overrides({"output.path": output}))
+            manifest = ix.next_manifest(None, cfg, part, "build", result.report["counts"]["documents"])
+            manifest["batches"] = {}
+            _kill_point("before_manifest")
+            ix.commit(root, manifest, expected_version=0)
+        report = result.report
+        report["stage_seconds"].update(stages.seconds)
+        report["index"] = {"path": cfg.index.path, "version": manifest["version"], "part": part}
+        report["wall_seconds"] = round(time.perf_counter() - start, 3)
+        if output:
+            write_report(report, output, spark)
+        return report
+    finally:
+        result.unpersist()
+
+
+def export(spark: SparkSession, index_path: str, output: str, mode: str = "errorifexists") -> int:
+    """The index's current assignment of every archived document -> output/clusters/; returns the count."""
+    idx = ix.open_index(index_path)
+    clusters = idx.assignments(spark).select(*CLUSTER_COLUMNS)
+    clusters.write.mode(mode).parquet(f"{output.rstrip('/')}/clusters")
+    return idx.manifest["documents"]
+
+
+# -- append -----------------------------------------------------------------------------------------------------
+
+
+def _kill_point(name: str) -> None:
+    """Fault injection for the crash-safety test: NEARDUP_KILL_AT=<name> ends the process
+    here, abruptly (no cleanup runs), as a killed job would."""
+    if os.environ.get("NEARDUP_KILL_AT") == name:
+        os._exit(137)
+
+
+def append(spark: SparkSession, cfg: Config) -> dict:
+    """Check cfg.input (today's batch) against the index and itself, write cfg.output, append the batch."""
+    require_io_paths(cfg)
+    check_output_free(cfg)
+    start = time.perf_counter()
+    idx = ix.open_index(cfg.index.path)
+    ix.check_params(idx.manifest, cfg)
+    st = _Stages(spark)
+    counts: dict[str, int] = {}
+    raw = read_input(spark, cfg)
+    docs = st.keep(checked_documents(raw, cfg, st, counts).withColumn(ix.TEXT_DIGEST, ix.text_digest(F.col(C.TEXT))))
+    try:
+        with st.stage("lookup"):
+            fingerprint = ix.batch_fingerprint(docs)
+            stored = idx.batch_part(fingerprint)
+            if stored is not None:
+                return _replay(spark, cfg, idx, stored, fingerprint, counts, start)
+            archived = _check_ids(spark, idx, docs, counts, st)
+        _kill_point("after_lookup")
+        result = _match(spark, cfg, idx, docs, archived, st, counts)
+        _kill_point("after_match")
+        return _write(spark, cfg, idx, fingerprint, result, st, counts, start)
+    finally:
+        for df in st.cached:
+            df.unpersist()
+
+
+def _copy_output(spark, part_dir: str, cfg: Config) -> None:
+    """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/)."""
+    out = cfg.output.path.rstrip("/")
+    for name in ("clusters", "pairs"):
+        spark.read.parquet(f"{part_dir}/output/{name}").write.mode(cfg.output.mode).parquet(f"{out}/{name}")
+
+
+def _replay(spark, cfg: Config, idx: ix.Index, part: str, fingerprint: str, counts: dict, start: float) -> dict:
+    """This batch was applied before: write the output that run wrote, change nothing."""
+    _copy_output(spark, idx.part_path(part), cfg)
+    report = {
+        "mode": "append",
+        "replayed": True,
+        "counts": counts,
+        "index": {"path": cfg.index.path, "version": idx.manifest["version"], "part": part, "batch": fingerprint},
+        "wall_seconds": round(time.perf_counter() - start, 3),
+    }
+    write_report(report, cfg.output.path, spark)
+    return report
+
+
+def _check_ids(spark, idx: ix.Index, docs: DataFrame, counts: dict, st: _Stages) -> DataFrame:
+    """The batch's documents already in the index (doc_id), after refusing changed texts."""
+    arch = idx.docs(spark).select(C.DOC_ID, F.col(ix.TEXT_DIGEST).alias("_old"))
+    have, want = dict(arch.dtypes)[C.DOC_ID], dict(docs.dtypes)[C.DOC_ID]
+    if have != want:
+        raise InputError(f"the batch's ids are {want} but the index's are {have}; use the same id column type")
+    ids = docs.select(C.DOC_ID, ix.TEXT_DIGEST)
+    known = arch.join(_maybe_broadcast(ids, counts["documents"]), C.DOC_ID)
+    known = st.keep(known)
+    row = known.agg(
+        F.count(F.lit(1)).alias("n"), F.sum((F.col("_old") != F.col(ix.TEXT_DIGEST)).cast("long")).alias("changed")
+    ).first()
+    if row["changed"]:
+        example = known.where(F.col("_old") != F.col(ix.TEXT_DIGEST)).select(C.DOC_ID).limit(3).collect()
+        shown = ", ".join(repr(r[0]) for r in example)
+        raise InputError(
+            f"{row['changed']} batch document(s) reuse an archived id with different text (e.g. {shown}); "
+            "ids must name one text (replacing archived documents is not supported: give the new text a new id)"
+        )
+    counts["already_indexed"] = int(row["n"])
+    return known.select(C.DOC_ID)
+
+
+def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFrame, st: _Stages,
+           counts: dict) -> dict:
+    """Sketch the new documents, find and verify their pairs within the batch and against the archive."""
+    new = docs.join(F.broadcast(archived), C.DOC_ID, "left_anti") if counts["already_indexed"] else docs
+    counts["new_documents"] = counts["documents"] - counts["already_indexed"]
+    keys = idx.boilerplate_keys(spark) if cfg.boilerplate.enabled else None
+    strip = Stripping(keys, cfg.boilerplate.unit) if keys is not None else None
+    table, _ = sketched(new.drop(ix.TEXT_DIGEST), cfg, st, counts, strip, digest=True,
+                        expected=counts["new_documents"])
+    arch_docs = idx.docs(spark)
+
+    with st.stage("exact"):
+        copies = st.keep(exact_copies(table))
+        counts["exact_duplicates"] = copies.count()
+        reps = table.where(~F.col(C.IS_EMPTY)).join(copies.select(C.NID), C.NID, "left_anti")
+        hashes = reps.select(C.NID, C.EXACT_HASH)
+        in_archive = arch_docs.where(~F.col(C.IS_EMPTY)).select(F.col(C.DOC_ID).alias(_ADOC), C.EXACT_HASH)
+        # Each batch representative with an archived copy points at the smallest archived id of that text.
+        exact_arch = _cut(
+            in_archive.join(_maybe_broadcast(hashes, counts["new_documents"]), C.EXACT_HASH)
+            .groupBy(C.NID).agg(F.min(_ADOC).alias(_ADOC))
+        )
+        counts["exact_archive_matches"] = exact_arch.count()
+
+    with st.stage("band_candidates"):
+        banded = _cut(
+            reps.join(exact_arch.select(C.NID), C.NID, "left_anti").select(C.NID, F.explode(C.BANDS).alias(C.BUCKET))
+        )
+        n_band_rows = banded.count()
+        within = candidate_pairs(banded, cfg, st.keep)
+        hits = idx.bands(spark).withColumnRenamed(C.DOC_ID, _ADOC).join(
+            _maybe_broadcast(banded, n_band_rows), C.BUCKET
+        )
+        first = Window.partitionBy(C.NID, C.BUCKET).orderBy(_ADOC)
+        limit = cfg.lsh.all_pairs_bucket_limit
+        against = hits.withColumn("_r", F.row_number().over(first)).where(F.col("_r") <= limit)
+        against = _cut(against.select(C.NID, _ADOC).distinct())
+        # Archived documents met by this batch get negative internal ids for the batch's graph.
+        met = against.select(_ADOC).unionByName(exact_arch.select(_ADOC)).distinct()
+        met = _cut(met.withColumn(C.NID, -1 - F.monotonically_increasing_id()))
+        counts["archived_documents_met"] = met.count()
+        across = against.join(met.select(_ADOC, F.col(C.NID).alias(C.DOC_A)), _ADOC).select(
+            C.DOC_A, F.col(C.NID).alias(C.DOC_B)
+        )
+        cands = _cut(within.unionByName(across))
+        counts["candidate_pairs"] = cands.count()
+
+    with st.stage("verify"):
+        arch_sets = arch_docs.select(F.col(C.DOC_ID).alias(_ADOC), C.SHINGLES).join(
+            _maybe_broadcast(met, counts["archived_documents_met"]), _ADOC
+        )
+        shingled = table.select(C.NID, C.SHINGLES).unionByName(arch_sets.select(C.NID, C.SHINGLES))
+        near = _cut(verify(cands, cfg, shingled, counts["candidate_pairs"]))
+        counts["verified_pairs"] = near.count()
+        to_archive = exact_arch.join(met.select(_ADOC, F.col(C.NID).alias("_anid")), _ADOC).select(
+            F.col("_anid").alias(C.EXACT_REP), C.NID
+        )
+        edges = near.unionByName(exact_edges(copies)).unionByName(exact_edges(to_archive))
+    return {"table": table, "edges": edges, "met": met, "banded": banded, "already": archived}
+
+
+def _archived_members(spark, idx: ix.Index, met: DataFrame, st: _Stages, counts: dict):
+    """(current assignment of the met archived docs, every current member of their clusters)."""
+    current = idx.assignments_of(spark, met.select(F.col(_ADOC).alias(C.DOC_ID)))
+    met_assign = _cut(met.join(current.withColumnRenamed(C.DOC_ID, _ADOC), _ADOC))
+    touched = _cut(met_assign.select(C.CLUSTER_ID).distinct())
+    counts["archived_clusters_touched"] = touched.count()
+    members = _cut(idx.members_of(spark, touched))
+    return met_assign, touched, members
+
+
+def _assign(spark, cfg: Config, idx: ix.Index, found: dict, st: _Stages, counts: dict, work: dict) -> DataFrame:
+    """New assignments: the batch's new documents and every member of a touched archived cluster."""
+    table, edges, met = found["table"], found["edges"], found["met"]
+    with st.stage("components"):
+        met_assign, touched, members = _archived_members(spark, idx, met, st, counts)
+        nodes = _cut(touched.withColumn(_CNODE, -1 - F.monotonically_increasing_id()))
+        node_of = met_assign.join(nodes, C.CLUSTER_ID).select(C.NID, _CNODE)
+        a = edges.join(node_of.withColumnRenamed(C.NID, C.DOC_A), C.DOC_A, "left")
+        a = a.select(F.coalesce(_CNODE, C.DOC_A).alias(C.DOC_A), C.DOC_B)
+        b = a.join(node_of.withColumnRenamed(C.NID, C.DOC_B), C.DOC_B, "left")
+        graph = b.select(C.DOC_A, F.coalesce(_CNODE, C.DOC_B).alias(C.DOC_B))
+        comps = _cut(connected_components(graph, cfg, work))
+
+    with st.stage("keepers"):
+        # Every document whose assignment may change: batch documents (in a component or alone)
+        # and the members of touched archived clusters; `_comp` names its component.
+        batch = table.join(comps.withColumnRenamed(C.DOC_ID, C.NID), C.NID, "left").select(
+            *_keeper_view(cfg, F.lit(True)),
+            F.coalesce(F.col(C.CLUSTER_ID), F.col(C.NID)).alias("_comp"),
+            F.lit(None).cast(dict(table.dtypes)[C.DOC_ID]).alias("_old_cluster"),
+        )
+        labels = comps.select(F.col(C.DOC_ID).alias(_CNODE), F.col(C.CLUSTER_ID).alias("_comp"))
+        arch_comp = nodes.join(labels, _CNODE)
+        arch_docs = idx.docs(spark)
+        archived = members.join(arch_comp.select(C.CLUSTER_ID, "_comp"), C.CLUSTER_ID).join(
+            arch_docs, C.DOC_ID
+        ).select(*_keeper_view(cfg, F.lit(False)), "_comp", F.col(C.CLUSTER_ID).alias("_old_cluster"))
+        everyone = batch.unionByName(archived)
+        return _decide(everyone, cfg, members)
+
+
+def _keeper_view(cfg: Config, from_batch: F.Column) -> list:
+    return [C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(cfg.keeper), from_batch.alias(_BATCH)]
+
+
+def _decide(everyone: DataFrame, cfg: Config, members: DataFrame) -> DataFrame:
+    """Per component: the cluster id (an archived one if any: the smallest), the keeper, statuses."""
+    keys = rule_keys(cfg.keeper)
+    if cfg.index.sticky_keeper:
+        keys = [F.col(_BATCH), *keys]  # archived members first: newcomers win only in new clusters
+    rank = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h"))
+    comp = Window.partitionBy("_comp")
+    # Empty texts never join a component (they have no edges), so each is a component alone.
+    scored = everyone.select(
+        C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, "_old_cluster",
+        F.coalesce(F.min("_old_cluster").over(comp), F.min(C.DOC_ID).over(comp)).alias(C.CLUSTER_ID),
+        F.min(rank).over(comp).alias("best"),
+        F.count(F.lit(1)).over(comp).alias("size"),
+    )
+    keeper_id = F.col(f"best.k{len(keys) - 1}")
+    status = (
+        F.when(F.col(C.IS_EMPTY), F.lit(C.EMPTY))
+        .when((F.col(C.DOC_ID) == keeper_id) & (F.col("size") == 1), F.lit(C.UNIQUE))
+        .when(F.col(C.DOC_ID) == keeper_id, F.lit(C.KEEPER))
+        .when(F.col(C.EXACT_HASH) == F.col("best.h"), F.lit(C.EXACT_DUPLICATE))
+        .otherwise(F.lit(C.DUPLICATE))
+    )
+    decided = scored.select(
+        C.DOC_ID, C.CLUSTER_ID, (F.col(C.DOC_ID) == keeper_id).alias(C.IS_KEEPER),
+        keeper_id.alias(C.KEEPER_ID), status.alias(C.STATUS), F.col("_old_cluster").isNotNull().alias("_archived"),
+    )
+    # Keep archived documents only where something changed.
+    before = members.select(C.DOC_ID, *[F.col(c).alias(f"_was_{c}") for c in CLUSTER_COLUMNS[1:]])
+    joined = decided.join(before, C.DOC_ID, "left")
+    same = F.lit(True)
+    for c in CLUSTER_COLUMNS[1:]:
+        same = same & F.col(f"_was_{c}").eqNullSafe(F.col(c))
+    return joined.where(~F.col("_archived") | ~same).select(*CLUSTER_COLUMNS, "_archived")
+
+
+def _write(spark, cfg: Config, idx: ix.Index, fingerprint: str, found: dict, st: _Stages, counts: dict,
+           start: float) -> dict:
+    work: dict[str, int] = {}
+    assigned = _cut(_assign(spark, cfg, idx, found, st, counts, work))
+    row = assigned.agg(
+        F.sum((~F.col("_archived")).cast("long")).alias("batch"), F.sum(F.col("_archived").cast("long")).alias("arch")
+    ).first()
+    counts["archived_documents_changed"] = int(row["arch"] or 0)
+    if int(row["batch"] or 0) != counts["new_documents"]:  # pragma: no cover - an invariant
+        raise AssertionError(f"{row['batch']} assignments for {counts['new_documents']} new documents")
+    table = found["table"]
+    ids = table.select(C.NID, C.DOC_ID).unionByName(found["met"].select(C.NID, F.col(_ADOC).alias(C.DOC_ID)))
+    pairs = with_doc_ids(found["edges"], ids).select(*PAIR_COLUMNS)
+    clusters = assigned.select(*CLUSTER_COLUMNS, (~F.col("_archived")).alias(IN_BATCH))
+    if counts["already_indexed"]:
+        again = idx.assignments_of(spark, found["already"]).select(*CLUSTER_COLUMNS, F.lit(True).alias(IN_BATCH))
+        clusters = clusters.unionByName(again)
+
+    root, version = idx.path, idx.manifest["version"]
+    part = ix.new_part_name(version + 1)
+    part_dir = f"{root}/parts/{part}"
+    with st.stage("write"):
+        new_bands = found["banded"].join(table.select(C.NID, C.DOC_ID), C.NID).select(C.BUCKET, C.DOC_ID)
+        ix.write_part(part_dir, table.select(*_doc_columns(cfg)), new_bands, assigned,
+                      outputs={"clusters": clusters, "pairs": pairs})
+        _kill_point("before_manifest")
+        manifest = ix.next_manifest(idx.manifest, cfg, part, fingerprint, counts["new_documents"])
+        ix.commit(root, manifest, expected_version=version)
+        _kill_point("after_manifest")
+        _copy_output(spark, part_dir, cfg)
+    report = {
+        "mode": "append",
+        "replayed": False,
+        "lsh": lsh_params(cfg).as_dict(),
+        "counts": counts,
+        "work": work,
+        "stage_seconds": st.seconds,
+        "index": {"path": cfg.index.path, "version": manifest["version"], "part": part, "batch": fingerprint,
+                  "documents": manifest["documents"]},
+        "wall_seconds": round(time.perf_counter() - start, 3),
+    }
+    write_report(report, cfg.output.path, spark)
+    return report
+
+
+__all__ = ["append", "build", "export"]

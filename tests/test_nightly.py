@@ -1,0 +1,208 @@
+"""Nightly batches against an archive index: equivalence with one full run, idempotent
+re-runs, refused collisions and parameter changes, and an index that survives a killed run."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from neardup_spark import Config, cli, nightly
+from neardup_spark.errors import InputError
+from neardup_spark.index import IndexError_, open_index
+from neardup_spark.pipeline import run
+
+from . import oracles
+
+ROOT = Path(__file__).resolve().parents[1]
+SPARK = ["--master", "local[2]", "--shuffle-partitions", "4"]
+
+
+def _partition(clusters: pd.DataFrame) -> list:
+    return sorted(sorted(ids) for ids in clusters.groupby("cluster_id").doc_id.apply(list))
+
+
+def _near_pairs(frames, rows) -> set:
+    """Near pairs, each end named by the smallest id of its exact-copy class (which copy
+    of a text carries a pair depends on the order documents arrived in)."""
+    pairs = pd.concat(frames)
+    pairs = pairs[pairs["match"] == "near"]
+    canon = oracles.exact_groups(rows.to_dict("records"))
+    return {tuple(sorted((canon[a], canon[b]))) for a, b in zip(pairs.doc_a, pairs.doc_b)}
+
+
+@pytest.fixture(scope="module")
+def batches(tmp_path_factory):
+    """The bundled sample split at random into an archive and two daily batches."""
+    work = tmp_path_factory.mktemp("nightly")
+    rows = pd.read_json(cli.SAMPLE, lines=True)
+    which = np.random.default_rng(1).integers(0, 3, len(rows))
+    paths = []
+    for k in range(3):
+        path = work / f"batch{k}.jsonl"
+        rows[which == k].to_json(path, orient="records", lines=True, date_format="iso")
+        paths.append(str(path))
+    return work, rows, paths
+
+
+def _cfg(**more) -> Config:
+    base = {"input.format": "jsonl", "output.mode": "overwrite"}
+    return Config().with_overrides({**base, **more})
+
+
+@pytest.fixture(scope="module")
+def appended(spark, batches):
+    """Build from batch 0, append batches 1 and 2 (library calls), export the index."""
+    work, rows, paths = batches
+    index = str(work / "index")
+    build = nightly.build(spark, _cfg(**{"input.path": paths[0], "index.path": index}), output=str(work / "built"))
+    reports = [build]
+    for k in (1, 2):
+        cfg = _cfg(**{"input.path": paths[k], "index.path": index, "index.append": True,
+                      "output.path": str(work / f"out{k}")})
+        reports.append(run(spark, cfg))
+    nightly.export(spark, index, str(work / "export"))
+    full = run(spark, _cfg(**{"input.path": str(cli.SAMPLE), "output.path": str(work / "full")}))
+    return work, rows, index, reports, full
+
+
+def test_batches_give_the_clusters_of_one_full_run(appended):
+    work, rows, index, reports, full = appended
+    exported = pd.read_parquet(work / "export" / "clusters")
+    whole = pd.read_parquet(work / "full" / "clusters")
+    assert sorted(exported.doc_id) == sorted(rows.id)  # every document, once
+    assert _partition(exported) == _partition(whole)
+    merged = exported.merge(whole, on="doc_id", suffixes=("_inc", "_full"))
+    assert (merged.keeper_id_inc == merged.keeper_id_full).all()  # same rule, same keepers
+    assert (merged.status_inc == merged.status_full).all()
+    frames = [pd.read_parquet(work / name / "pairs") for name in ("built", "out1", "out2")]
+    assert _near_pairs(frames, rows) == _near_pairs([pd.read_parquet(work / "full" / "pairs")], rows)
+    assert open_index(index).manifest["version"] == 3 and open_index(index).manifest["documents"] == len(rows)
+    # A newcomer that matches an archived story joins its cluster and keeps the cluster's id.
+    out1 = pd.read_parquet(work / "out1" / "clusters")
+    built = pd.read_parquet(work / "built" / "clusters").set_index("doc_id")["cluster_id"]
+    joined = out1[out1.in_batch & out1.cluster_id.isin(set(built))]
+    assert len(joined) > 0 and reports[1]["counts"]["archived_clusters_touched"] > 0
+
+
+def test_rerunning_a_batch_changes_nothing_and_repeats_its_output(spark, appended):
+    work, rows, index, reports, full = appended
+    before = open_index(index).manifest
+    cfg = _cfg(**{"input.path": str(work / "batch1.jsonl"), "index.path": index, "index.append": True,
+                  "output.path": str(work / "again1")})
+    report = run(spark, cfg)
+    assert report["replayed"] and open_index(index).manifest == before
+    for name in ("clusters", "pairs"):
+        first = pd.read_parquet(work / "out1" / name)
+        again = pd.read_parquet(work / "again1" / name)
+        key = list(first.columns)
+        assert first.sort_values(key).reset_index(drop=True).equals(again.sort_values(key).reset_index(drop=True))
+
+
+def test_a_batch_of_known_documents_inserts_nothing(spark, appended):
+    work, rows, index, reports, full = appended
+    before = open_index(index).manifest["documents"]
+    mixed = pd.concat([pd.read_json(work / "batch1.jsonl", lines=True).head(20)])
+    path = work / "known.jsonl"
+    mixed.to_json(path, orient="records", lines=True, date_format="iso")
+    report = run(spark, _cfg(**{"input.path": str(path), "index.path": index, "index.append": True,
+                                "output.path": str(work / "known")}))
+    assert report["counts"]["already_indexed"] == 20 and report["counts"]["new_documents"] == 0
+    assert open_index(index).manifest["documents"] == before
+    out = pd.read_parquet(work / "known" / "clusters")
+    exported = pd.read_parquet(work / "export" / "clusters").set_index("doc_id")
+    assert sorted(out.doc_id) == sorted(mixed.id)
+    assert (out.set_index("doc_id").cluster_id == exported.cluster_id.reindex(out.doc_id)).all()
+
+
+def test_changed_text_under_an_archived_id_is_refused(spark, appended):
+    work, rows, index, reports, full = appended
+    before = open_index(index).manifest
+    changed = pd.read_json(work / "batch0.jsonl", lines=True).head(2).assign(text="a different text entirely")
+    path = work / "changed.jsonl"
+    changed.to_json(path, orient="records", lines=True, date_format="iso")
+    cfg = _cfg(**{"input.path": str(path), "index.path": index, "index.append": True,
+                  "output.path": str(work / "changed")})
+    with pytest.raises(InputError, match="different text"):
+        run(spark, cfg)
+    assert open_index(index).manifest == before
+
+
+def test_other_parameters_are_refused(spark, appended):
+    work, rows, index, reports, full = appended
+    cfg = _cfg(**{"input.path": str(work / "batch1.jsonl"), "index.path": index, "index.append": True,
+                  "output.path": str(work / "params"), "verify.threshold": 0.5})
+    with pytest.raises(IndexError_, match="verify.threshold"):
+        run(spark, cfg)
+
+
+def test_sticky_keeper_keeps_the_archived_keeper(spark, tmp_path):
+    archive = pd.DataFrame({"id": [1, 2], "text": ["the quick brown fox jumps over the lazy dog " * 8, "unrelated"]})
+    batch = pd.DataFrame({"id": [3], "text": ["the quick brown fox jumps over the lazy dog " * 8 + "and more words"]})
+    for name, frame in (("a", archive), ("b", batch)):
+        frame.to_json(tmp_path / f"{name}.jsonl", orient="records", lines=True)
+    keepers = {}
+    for sticky in (False, True):
+        index = str(tmp_path / f"index{sticky}")
+        common = {"keeper.rules": ["longest"], "index.path": index}
+        nightly.build(spark, _cfg(**{"input.path": str(tmp_path / "a.jsonl"), **common}))
+        run(spark, _cfg(**{"input.path": str(tmp_path / "b.jsonl"), "index.append": True, "index.sticky_keeper": sticky,
+                           "output.path": str(tmp_path / f"out{sticky}"), **common}))
+        out = pd.read_parquet(tmp_path / f"out{sticky}" / "clusters").set_index("doc_id")
+        keepers[sticky] = out
+    # Not sticky: the longer newcomer takes over, and the archived keeper's change is reported.
+    assert keepers[False].loc[3, "is_keeper"] and keepers[False].loc[1, "status"] == "duplicate"
+    assert not keepers[False].loc[1, "in_batch"] and keepers[False].loc[3, "cluster_id"] == 1
+    # Sticky: the archived document stays keeper (its status moves from unique to keeper).
+    assert keepers[True].loc[3, "keeper_id"] == 1 and keepers[True].loc[1, "status"] == "keeper"
+    assert sorted(keepers[True].index) == [1, 3]
+
+
+def _cli(args: list[str], kill_at: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    if kill_at:
+        env["NEARDUP_KILL_AT"] = kill_at
+    return subprocess.run([sys.executable, "-m", "neardup_spark.cli", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("stage", ["after_match", "before_manifest"])
+def test_a_run_killed_between_stages_leaves_a_readable_index(spark, batches, tmp_path, stage):
+    work, rows, paths = batches
+    index = str(tmp_path / "index")
+    nightly.build(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    before = open_index(index).manifest
+    killed = _cli(["run", "--input", paths[1], "--format", "jsonl", "--index", index, "--append",
+                   "--output", str(tmp_path / "killed"), "--quiet", *SPARK], kill_at=stage)
+    assert killed.returncode == 137, killed.stderr[-2000:]
+    assert open_index(index).manifest == before  # the old version, untouched
+    # The next run reads it without repair, and lands the batch as if nothing had happened.
+    report = run(spark, _cfg(**{"input.path": paths[1], "index.path": index, "index.append": True,
+                                "output.path": str(tmp_path / "out")}))
+    assert not report["replayed"] and report["index"]["version"] == before["version"] + 1
+    nightly.export(spark, index, str(tmp_path / "export"))
+    exported = pd.read_parquet(tmp_path / "export" / "clusters")
+    assert sorted(exported.doc_id) == sorted(pd.concat([pd.read_json(p, lines=True) for p in paths[:2]]).id)
+
+
+def test_cli_index_build_and_export(spark, batches, tmp_path, capsys):
+    work, rows, paths = batches
+    index = str(tmp_path / "index")
+    assert cli.main(["index", "build", "--input", paths[0], "--format", "jsonl", "--index", index, *SPARK]) == 0
+    assert json.loads(capsys.readouterr().out)["index"]["version"] == 1
+    assert cli.main(["index", "build", "--input", paths[0], "--format", "jsonl", "--index", index, *SPARK]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert cli.main(["index", "export", "--index", index, "--output", str(tmp_path / "exp"), *SPARK]) == 0
+    exported = pd.read_parquet(tmp_path / "exp" / "clusters")
+    assert list(exported.columns) == ["doc_id", "cluster_id", "is_keeper", "keeper_id", "status"]
+    assert len(exported) == len(pd.read_json(paths[0], lines=True))
+    assert cli.main(["run", "--input", paths[1], "--format", "jsonl", "--append", "--output", str(tmp_path / "o"),
+                     *SPARK]) == 2
+    assert "index.path" in capsys.readouterr().err
+    assert cli.main(["index", "export", "--index", str(tmp_path / "none"), "--output", str(tmp_path / "e2"),
+                     *SPARK]) == 2
+    assert "no index" in capsys.readouterr().err
