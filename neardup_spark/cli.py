@@ -29,6 +29,17 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--boilerplate-min-docs", type=int, help="documents a line must be in to be boilerplate")
 
 
+def _add_shingle_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, help="MinHash seed (minhash.seed)")
+    p.add_argument("--shingle-unit", choices=["word", "char"])
+    p.add_argument("--k", type=int, help="shingle size in words (or characters)")
+
+
+def _add_keeper_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--keeper-rules", help="comma-separated: earliest, source_priority, longest, smallest_id")
+    p.add_argument("--source-priority", help="comma-separated sources, most preferred first")
+
+
 def _add_spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", help="Spark master, e.g. local[2]; default: spark-submit's, else local[*]")
     p.add_argument("--shuffle-partitions", type=int)
@@ -54,27 +65,24 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--output", help="output directory")
     run.add_argument("--overwrite", action="store_true", help="replace an existing output")
     _add_param_options(run)
-    run.add_argument("--seed", type=int)
-    run.add_argument("--shingle-unit", choices=["word", "char"])
-    run.add_argument("--k", type=int, help="shingle size in words (or characters)")
+    _add_shingle_options(run)
+    _add_keeper_options(run)
     run.add_argument("--backend", choices=["dataframe", "graphframes"], help="connected components backend")
-    run.add_argument("--keeper-rules", help="comma-separated: earliest, source_priority, longest, smallest_id")
-    run.add_argument("--source-priority", help="comma-separated sources, most preferred first")
     run.add_argument("--plots", action="store_true", help="also write PNG plots next to report.json (needs matplotlib)")
     run.add_argument("--index", help="archive index directory (with --append)")
     run.add_argument("--append", action="store_true", default=None,
                      help="check the batch against the index and itself, then append it (index.append)")
     run.add_argument("--sticky-keeper", action="store_true", default=None,
                      help="never replace an archived keeper with a newcomer (index.sticky_keeper)")
+    run.add_argument("--replace", action="store_true", default=None,
+                     help="an archived id with new text replaces the old text instead of failing (index.replace)")
     _add_spark_options(run)
     run.add_argument("--quiet", action="store_true", help="print only the output path, not the report")
 
     cal = sub.add_parser("calibrate", help="set the threshold from your data: random pairs, or labelled pairs")
     _add_input_options(cal)
     _add_param_options(cal)
-    cal.add_argument("--seed", type=int, help="MinHash seed (minhash.seed)")
-    cal.add_argument("--shingle-unit", choices=["word", "char"])
-    cal.add_argument("--k", type=int, help="shingle size in words (or characters)")
+    _add_shingle_options(cal)
     cal.add_argument("--pairs", type=int, default=5000, help="random pairs to sample (default 5000)")
     cal.add_argument("--sample-seed", type=int, default=1, help="seed of the random samples")
     cal.add_argument("--margin", type=float, default=0.05, help="recommended threshold >= p99 + margin (default 0.05)")
@@ -113,11 +121,8 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--output", help="also write the run's tables and report here")
     build.add_argument("--overwrite", action="store_true", help="replace an existing --output")
     _add_param_options(build)
-    build.add_argument("--seed", type=int)
-    build.add_argument("--shingle-unit", choices=["word", "char"])
-    build.add_argument("--k", type=int, help="shingle size in words (or characters)")
-    build.add_argument("--keeper-rules", help="comma-separated: earliest, source_priority, longest, smallest_id")
-    build.add_argument("--source-priority", help="comma-separated sources, most preferred first")
+    _add_shingle_options(build)
+    _add_keeper_options(build)
     _add_spark_options(build)
     exp = isub.add_parser("export", help="write the index's current clusters/ (a run's clusters schema)")
     exp.add_argument("--index", required=True)
@@ -153,6 +158,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "index.path": get("index"),
         "index.append": get("append"),
         "index.sticky_keeper": get("sticky_keeper"),
+        "index.replace": get("replace"),
         "output.mode": "overwrite" if get("overwrite") else None,
         "output.plots": True if get("plots") is True else None,
         "boilerplate.enabled": get("strip_boilerplate"),

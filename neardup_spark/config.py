@@ -139,6 +139,9 @@ class IndexConfig:
     path: str = ""
     append: bool = False  # run: query the batch against the index, then append it
     sticky_keeper: bool = False  # an archived keeper is never replaced by a newcomer
+    # A batch document whose id is archived with other text: an error, or (True) the new
+    # text replaces the old one, whose cluster is re-clustered without it.
+    replace: bool = False
 
 
 @dataclass(frozen=True)

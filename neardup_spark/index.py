@@ -12,8 +12,10 @@ Layout (a local or mounted directory)::
                                  plus the id per band and document, never texts or shingle sets
       parts/<part>/assign/       doc_id, cluster_id, is_keeper, keeper_id, status: the assignment this
                                  part set (its own documents and archived ones whose cluster changed)
-      parts/<part>/output/       the batch's own results (clusters/, pairs/), re-emitted on a re-run
+      parts/<part>/output/       the batch's own results (clusters/, pairs/), re-emitted on a re-run;
+                                 the pairs are also the stored edges a replacement re-clusters from
       parts/<part>/boilerplate/  (build only, when stripping is on) the stripped line keys
+      parts/<part>/removed/      (replacing runs) ids whose earlier rows no longer count: their text changed
 
 A document's current assignment is its row in the newest listed part that
 assigns it. Parts are written completely, under a fresh name, before the
@@ -103,21 +105,48 @@ class Index:
     def part_path(self, part: str) -> str:
         return f"{self.path}/parts/{part}"
 
-    def _union(self, spark: SparkSession, table: str) -> DataFrame:
+    def _union(self, spark: SparkSession, table: str) -> DataFrame | None:
+        """The table's rows from every part that has it, with the part's position in PART."""
         frames = [
             spark.read.parquet(f"{self.part_path(p)}/{table}").withColumn(PART, F.lit(i))
             for i, p in enumerate(self.parts)
+            if os.path.isdir(f"{self.part_path(p)}/{table}")
         ]
+        if not frames:
+            return None
         out = frames[0]
         for df in frames[1:]:
             out = out.unionByName(df, allowMissingColumns=True)
         return out
 
+    def _live(self, spark: SparkSession, rows: DataFrame, id_col: str = C.DOC_ID) -> DataFrame:
+        """rows(PART, id_col) without those of documents replaced in a later part."""
+        removed = self._union(spark, "removed")
+        if removed is None:
+            return rows
+        last = removed.groupBy(C.DOC_ID).agg(F.max(PART).alias("_removed_in"))
+        last = F.broadcast(last.withColumnRenamed(C.DOC_ID, "_rid"))
+        joined = rows.join(last, F.col(id_col) == F.col("_rid"), "left")
+        return joined.where(F.col("_removed_in").isNull() | (F.col("_removed_in") <= F.col(PART))).drop(
+            "_rid", "_removed_in"
+        )
+
     def docs(self, spark: SparkSession) -> DataFrame:
-        return self._union(spark, "docs").drop(PART)
+        return self._live(spark, self._union(spark, "docs")).drop(PART)
 
     def bands(self, spark: SparkSession) -> DataFrame:
-        return self._union(spark, "bands").select(C.BUCKET, C.DOC_ID)
+        return self._live(spark, self._union(spark, "bands")).select(C.BUCKET, C.DOC_ID)
+
+    def pairs(self, spark: SparkSession) -> DataFrame | None:
+        """Every stored verified pair (doc_a, doc_b, ...) whose two documents still have the text it was found on."""
+        rows = self._union(spark, "output/pairs")
+        if rows is None:
+            return None
+        return self._live(spark, self._live(spark, rows, C.DOC_A), C.DOC_B).drop(PART)
+
+    def with_part(self, part: str) -> "Index":
+        """This index as if `part` (written, not yet committed) were its newest part."""
+        return Index(self.path, {**self.manifest, "parts": [*self.parts, part]})
 
     def assignments(self, spark: SparkSession) -> DataFrame:
         """The current assignment of every archived document (the newest part's row wins)."""
@@ -178,14 +207,20 @@ def new_part_name(version: int) -> str:
     return f"part-{version:05d}-{uuid.uuid4().hex[:8]}"
 
 
-def write_part(part_dir: str, docs: DataFrame, bands: DataFrame, assign: DataFrame,
-               outputs: dict[str, DataFrame] | None = None, boilerplate: DataFrame | None = None) -> None:
-    """One complete part directory (written before any manifest names it)."""
-    docs.write.mode("errorifexists").parquet(f"{part_dir}/docs")
-    ranged = bands.withColumn(BUCKET_RANGE, F.shiftrightunsigned(F.col(C.BUCKET), 60).cast("int"))
-    ranged.repartition(BUCKET_RANGE).sortWithinPartitions(C.BUCKET).write.mode("errorifexists").partitionBy(
-        BUCKET_RANGE
-    ).parquet(f"{part_dir}/bands")
+def write_part(part_dir: str, docs: DataFrame | None, bands: DataFrame | None, assign: DataFrame,
+               outputs: dict[str, DataFrame] | None = None, boilerplate: DataFrame | None = None,
+               removed: DataFrame | None = None) -> None:
+    """One complete part directory (written before any manifest names it). A removal part
+    (replaced documents) has `removed` and `assign` only."""
+    if docs is not None:
+        docs.write.mode("errorifexists").parquet(f"{part_dir}/docs")
+    if bands is not None:
+        ranged = bands.withColumn(BUCKET_RANGE, F.shiftrightunsigned(F.col(C.BUCKET), 60).cast("int"))
+        ranged.repartition(BUCKET_RANGE).sortWithinPartitions(C.BUCKET).write.mode("errorifexists").partitionBy(
+            BUCKET_RANGE
+        ).parquet(f"{part_dir}/bands")
+    if removed is not None:
+        removed.select(C.DOC_ID).write.mode("errorifexists").parquet(f"{part_dir}/removed")
     assign.select(*ASSIGN_COLUMNS).write.mode("errorifexists").parquet(f"{part_dir}/assign")
     for name, frame in (outputs or {}).items():
         frame.write.mode("errorifexists").parquet(f"{part_dir}/output/{name}")
@@ -218,7 +253,8 @@ def commit(root: str, manifest: dict, expected_version: int) -> None:
 
 
 def next_manifest(previous: dict | None, cfg: Config, part: str, fingerprint: str, documents: int) -> dict:
-    """The manifest after adding `part` (a build when previous is None)."""
+    """The manifest after adding `part` (a build when previous is None); `previous` may
+    already list uncommitted parts of this run (see `Index.with_part`)."""
     version = (previous or {}).get("version", 0) + 1
     return {
         "format": FORMAT,

@@ -65,6 +65,17 @@ def rule_keys(keeper: KeeperConfig) -> list[Column]:
     return keys + [F.col(C.DOC_ID)]
 
 
+def status_column(keeper_id: Column, keeper_hash: Column, size: Column) -> Column:
+    """A document's status given its cluster's keeper id, the keeper's exact hash and the cluster size."""
+    return (
+        F.when(F.col(C.IS_EMPTY), F.lit(C.EMPTY))
+        .when((F.col(C.DOC_ID) == keeper_id) & (size == 1), F.lit(C.UNIQUE))
+        .when(F.col(C.DOC_ID) == keeper_id, F.lit(C.KEEPER))
+        .when(F.col(C.EXACT_HASH) == keeper_hash, F.lit(C.EXACT_DUPLICATE))
+        .otherwise(F.lit(C.DUPLICATE))
+    )
+
+
 def choose_keepers(docs: DataFrame, cfg: Config, components: DataFrame) -> DataFrame:
     """docs(_nid, doc_id, is_empty, exact_hash, text_len, keeper columns) + components(doc_id, cluster_id)
     of internal ids -> clusters(doc_id, cluster_id, is_keeper, keeper_id, status).
@@ -89,13 +100,7 @@ def choose_keepers(docs: DataFrame, cfg: Config, components: DataFrame) -> DataF
         F.min(C.DOC_ID).over(in_comp).alias(C.CLUSTER_ID), best.alias("best"), size.alias("size"),
     )
     keeper_id = F.col(f"best.k{len(keys) - 1}")
-    status = (
-        F.when(F.col(C.IS_EMPTY), F.lit(C.EMPTY))
-        .when((F.col(C.DOC_ID) == keeper_id) & (F.col("size") == 1), F.lit(C.UNIQUE))
-        .when(F.col(C.DOC_ID) == keeper_id, F.lit(C.KEEPER))
-        .when(F.col(C.EXACT_HASH) == F.col("best.h"), F.lit(C.EXACT_DUPLICATE))
-        .otherwise(F.lit(C.DUPLICATE))
-    )
+    status = status_column(keeper_id, F.col("best.h"), F.col("size"))
     return scored.select(
         C.DOC_ID,
         C.CLUSTER_ID,

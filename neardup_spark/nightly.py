@@ -42,10 +42,10 @@ from . import columns as C
 from . import index as ix
 from .candidates import candidate_pairs
 from .components import connected_components
-from .config import Config, require_io_paths
+from .config import Config, require_io_paths, to_dict
 from .errors import InputError
 from .exact import exact_copies, exact_edges
-from .keepers import TEXT_LEN, keeper_columns, rule_keys
+from .keepers import TEXT_LEN, keeper_columns, rule_keys, status_column
 from .params import lsh_params
 from .pipeline import (
     CLUSTER_COLUMNS,
@@ -106,7 +106,7 @@ def build(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
             if result.boilerplate is not None:
                 keys = result.boilerplate.select(F.col("line_key"))
             ix.write_part(f"{root}/parts/{part}", table.select(*_doc_columns(cfg)), bands, result.clusters,
-                          boilerplate=keys)
+                          outputs={"pairs": result.pairs}, boilerplate=keys)
             if output:
                 from .write import write_tables
 
@@ -161,9 +161,14 @@ def append(spark: SparkSession, cfg: Config) -> dict:
             stored = idx.batch_part(fingerprint)
             if stored is not None:
                 return _replay(spark, cfg, idx, stored, fingerprint, counts, start)
-            archived = _check_ids(spark, idx, docs, counts, st)
+            archived, changed = _check_ids(spark, cfg, idx, docs, counts, st)
+        removal = None
+        if changed is not None:
+            with st.stage("replace"):
+                idx, removal = _remove(spark, cfg, idx, changed, st, counts)
         _kill_point("after_lookup")
         result = _match(spark, cfg, idx, docs, archived, st, counts)
+        result["removal"] = removal
         _kill_point("after_match")
         return _write(spark, cfg, idx, fingerprint, result, st, counts, start)
     finally:
@@ -192,8 +197,9 @@ def _replay(spark, cfg: Config, idx: ix.Index, part: str, fingerprint: str, coun
     return report
 
 
-def _check_ids(spark, idx: ix.Index, docs: DataFrame, counts: dict, st: _Stages) -> DataFrame:
-    """The batch's documents already in the index (doc_id), after refusing changed texts."""
+def _check_ids(spark, cfg: Config, idx: ix.Index, docs: DataFrame, counts: dict, st: _Stages):
+    """(the batch's documents already archived with the same text, those archived with other
+    text or None): doc_id frames. Other text is an error unless index.replace."""
     arch = idx.docs(spark).select(C.DOC_ID, F.col(ix.TEXT_DIGEST).alias("_old"))
     have, want = dict(arch.dtypes)[C.DOC_ID], dict(docs.dtypes)[C.DOC_ID]
     if have != want:
@@ -204,15 +210,73 @@ def _check_ids(spark, idx: ix.Index, docs: DataFrame, counts: dict, st: _Stages)
     row = known.agg(
         F.count(F.lit(1)).alias("n"), F.sum((F.col("_old") != F.col(ix.TEXT_DIGEST)).cast("long")).alias("changed")
     ).first()
-    if row["changed"]:
-        example = known.where(F.col("_old") != F.col(ix.TEXT_DIGEST)).select(C.DOC_ID).limit(3).collect()
+    differs = F.col("_old") != F.col(ix.TEXT_DIGEST)
+    counts["replaced"] = int(row["changed"] or 0)
+    if counts["replaced"] and not cfg.index.replace:
+        example = known.where(differs).select(C.DOC_ID).limit(3).collect()
         shown = ", ".join(repr(r[0]) for r in example)
         raise InputError(
             f"{row['changed']} batch document(s) reuse an archived id with different text (e.g. {shown}); "
-            "ids must name one text (replacing archived documents is not supported: give the new text a new id)"
+            "give the new text a new id, or pass --replace (index.replace) to replace the archived text"
         )
-    counts["already_indexed"] = int(row["n"])
-    return known.select(C.DOC_ID)
+    counts["already_indexed"] = int(row["n"]) - counts["replaced"]
+    changed = known.where(differs).select(C.DOC_ID) if counts["replaced"] else None
+    return known.where(~differs).select(C.DOC_ID), changed
+
+
+def _remove(spark, cfg: Config, idx: ix.Index, changed: DataFrame, st: _Stages, counts: dict):
+    """Take the old versions of replaced documents out of the archive, uncommitted.
+
+    Writes a removal part: their ids (earlier rows of them stop counting) and
+    the new assignment of every other member of their clusters, re-clustered
+    from the stored pairs without them (a cluster held together by a
+    replaced document splits). Returns the index with that part as its
+    newest, and the changed assignments."""
+    with_old = idx.assignments_of(spark, changed)
+    clusters = _cut(with_old.select(C.CLUSTER_ID).distinct())
+    rest = _cut(idx.members_of(spark, clusters).join(changed, C.DOC_ID, "left_anti")
+                .withColumn(C.NID, F.monotonically_increasing_id()))
+    stored = idx.pairs(spark)
+    if stored is None:  # pragma: no cover - every part of this format stores its pairs
+        raise ix.IndexError_("this index stores no pairs to re-cluster from; rebuild it to replace documents")
+    ida = rest.select(F.col(C.DOC_ID).alias(C.DOC_A), F.col(C.NID).alias("_na"))
+    idb = rest.select(F.col(C.DOC_ID).alias(C.DOC_B), F.col(C.NID).alias("_nb"))
+    edges = stored.join(ida, C.DOC_A).join(idb, C.DOC_B).select(F.col("_na").alias(C.DOC_A), F.col("_nb").alias(C.DOC_B))
+    comps = connected_components(edges, cfg).select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias("_comp"))
+    grouped = rest.join(comps, C.NID, "left").withColumn("_comp", F.coalesce("_comp", C.NID))
+    view = grouped.select(C.DOC_ID, "_comp", F.col(C.CLUSTER_ID).alias("_old_cluster"),
+                          F.col(C.KEEPER_ID).alias("_old_keeper")).join(idx.docs(spark), C.DOC_ID)
+    keys = rule_keys(cfg.keeper)
+    if cfg.index.sticky_keeper:
+        keys = [F.col(C.DOC_ID) != F.col("_old_keeper"), *keys]
+    rank = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h"))
+    comp = Window.partitionBy("_comp")
+    # A part keeps its cluster's id while the document that names it is in the part.
+    named = F.max(F.when(F.col(C.DOC_ID) == F.col("_old_cluster"), F.col(C.DOC_ID))).over(comp)
+    scored = view.select(
+        C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH,
+        F.coalesce(named, F.min(C.DOC_ID).over(comp)).alias(C.CLUSTER_ID),
+        F.min(rank).over(comp).alias("best"), F.count(F.lit(1)).over(comp).alias("size"),
+    )
+    keeper_id = F.col(f"best.k{len(keys) - 1}")
+    decided = scored.select(
+        C.DOC_ID, C.CLUSTER_ID, (F.col(C.DOC_ID) == keeper_id).alias(C.IS_KEEPER), keeper_id.alias(C.KEEPER_ID),
+        status_column(keeper_id, F.col("best.h"), F.col("size")).alias(C.STATUS),
+    )
+    changes = _cut(_changed_only(decided, rest))
+    counts["replaced_clusters_recomputed"] = clusters.count()
+    part = ix.new_part_name(idx.manifest["version"] + 1)
+    ix.write_part(f"{idx.path}/parts/{part}", None, None, changes, removed=changed)
+    return idx.with_part(part), changes
+
+
+def _changed_only(decided: DataFrame, before: DataFrame) -> DataFrame:
+    """The rows of decided(cluster columns) that differ from before(cluster columns)."""
+    was = before.select(C.DOC_ID, *[F.col(c).alias(f"_was_{c}") for c in CLUSTER_COLUMNS[1:]])
+    same = F.lit(True)
+    for c in CLUSTER_COLUMNS[1:]:
+        same = same & F.col(f"_was_{c}").eqNullSafe(F.col(c))
+    return decided.join(was, C.DOC_ID, "left").where(~same).select(*CLUSTER_COLUMNS)
 
 
 def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFrame, st: _Stages,
@@ -336,24 +400,15 @@ def _decide(everyone: DataFrame, cfg: Config, members: DataFrame) -> DataFrame:
         F.count(F.lit(1)).over(comp).alias("size"),
     )
     keeper_id = F.col(f"best.k{len(keys) - 1}")
-    status = (
-        F.when(F.col(C.IS_EMPTY), F.lit(C.EMPTY))
-        .when((F.col(C.DOC_ID) == keeper_id) & (F.col("size") == 1), F.lit(C.UNIQUE))
-        .when(F.col(C.DOC_ID) == keeper_id, F.lit(C.KEEPER))
-        .when(F.col(C.EXACT_HASH) == F.col("best.h"), F.lit(C.EXACT_DUPLICATE))
-        .otherwise(F.lit(C.DUPLICATE))
-    )
+    status = status_column(keeper_id, F.col("best.h"), F.col("size"))
     decided = scored.select(
         C.DOC_ID, C.CLUSTER_ID, (F.col(C.DOC_ID) == keeper_id).alias(C.IS_KEEPER),
         keeper_id.alias(C.KEEPER_ID), status.alias(C.STATUS), F.col("_old_cluster").isNotNull().alias("_archived"),
     )
-    # Keep archived documents only where something changed.
-    before = members.select(C.DOC_ID, *[F.col(c).alias(f"_was_{c}") for c in CLUSTER_COLUMNS[1:]])
-    joined = decided.join(before, C.DOC_ID, "left")
-    same = F.lit(True)
-    for c in CLUSTER_COLUMNS[1:]:
-        same = same & F.col(f"_was_{c}").eqNullSafe(F.col(c))
-    return joined.where(~F.col("_archived") | ~same).select(*CLUSTER_COLUMNS, "_archived")
+    # Archived documents only where something changed.
+    batch = decided.where(~F.col("_archived")).select(*CLUSTER_COLUMNS, F.lit(False).alias("_archived"))
+    changed = _changed_only(decided.where(F.col("_archived")), members)
+    return batch.unionByName(changed.withColumn("_archived", F.lit(True)))
 
 
 def _write(spark, cfg: Config, idx: ix.Index, fingerprint: str, found: dict, st: _Stages, counts: dict,
@@ -370,6 +425,9 @@ def _write(spark, cfg: Config, idx: ix.Index, fingerprint: str, found: dict, st:
     ids = table.select(C.NID, C.DOC_ID).unionByName(found["met"].select(C.NID, F.col(_ADOC).alias(C.DOC_ID)))
     pairs = with_doc_ids(found["edges"], ids).select(*PAIR_COLUMNS)
     clusters = assigned.select(*CLUSTER_COLUMNS, (~F.col("_archived")).alias(IN_BATCH))
+    if found["removal"] is not None:  # archived members re-clustered without a replaced document
+        later = found["removal"].join(assigned.select(C.DOC_ID), C.DOC_ID, "left_anti")
+        clusters = clusters.unionByName(later.select(*CLUSTER_COLUMNS, F.lit(False).alias(IN_BATCH)))
     if counts["already_indexed"]:
         again = idx.assignments_of(spark, found["already"]).select(*CLUSTER_COLUMNS, F.lit(True).alias(IN_BATCH))
         clusters = clusters.unionByName(again)
@@ -382,7 +440,7 @@ def _write(spark, cfg: Config, idx: ix.Index, fingerprint: str, found: dict, st:
         ix.write_part(part_dir, table.select(*_doc_columns(cfg)), new_bands, assigned,
                       outputs={"clusters": clusters, "pairs": pairs})
         _kill_point("before_manifest")
-        manifest = ix.next_manifest(idx.manifest, cfg, part, fingerprint, counts["new_documents"])
+        manifest = ix.next_manifest(idx.manifest, cfg, part, fingerprint, counts["new_documents"] - counts["replaced"])
         ix.commit(root, manifest, expected_version=version)
         _kill_point("after_manifest")
         _copy_output(spark, part_dir, cfg)
@@ -393,6 +451,7 @@ def _write(spark, cfg: Config, idx: ix.Index, fingerprint: str, found: dict, st:
         "counts": counts,
         "work": work,
         "stage_seconds": st.seconds,
+        "config": to_dict(cfg),
         "index": {"path": cfg.index.path, "version": manifest["version"], "part": part, "batch": fingerprint,
                   "documents": manifest["documents"]},
         "wall_seconds": round(time.perf_counter() - start, 3),

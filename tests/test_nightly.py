@@ -206,3 +206,36 @@ def test_cli_index_build_and_export(spark, batches, tmp_path, capsys):
     assert cli.main(["index", "export", "--index", str(tmp_path / "none"), "--output", str(tmp_path / "e2"),
                      *SPARK]) == 2
     assert "no index" in capsys.readouterr().err
+
+
+def test_replace_reclusters_without_the_old_text(spark, batches, tmp_path):
+    work, rows, paths = batches
+    index = str(tmp_path / "index")
+    nightly.build(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    nightly.export(spark, index, str(tmp_path / "before"))
+    before = pd.read_parquet(tmp_path / "before" / "clusters")
+    archive = pd.read_json(paths[0], lines=True)
+    keeper = int(before[before.status == "keeper"].doc_id.min())  # keeps a story's cluster: it will change
+    unique = int(before[before.status == "unique"].doc_id.min())
+    new_text = archive.set_index("id").loc[unique, "text"]
+    path = tmp_path / "replace.jsonl"
+    archive[archive.id == keeper].assign(text=new_text).to_json(path, orient="records", lines=True, date_format="iso")
+    common = {"input.path": str(path), "index.path": index, "index.append": True, "output.path": str(tmp_path / "out")}
+    with pytest.raises(InputError, match="--replace"):
+        run(spark, _cfg(**common))
+    report = run(spark, _cfg(**common, **{"index.replace": True}))
+    assert report["counts"]["replaced"] == 1 and open_index(index).manifest["documents"] == len(archive)
+    out = pd.read_parquet(tmp_path / "out" / "clusters").set_index("doc_id")
+    assert out.loc[keeper, "in_batch"] and out.loc[keeper, "cluster_id"] == unique  # the existing id is kept
+    old_members = before[before.cluster_id == before.set_index("doc_id").loc[keeper, "cluster_id"]].doc_id
+    assert set(out[~out.in_batch].index) <= {*old_members, unique} and (~out.in_batch).any()  # new keepers
+    # The index now clusters exactly as one full run over the archive with the new text.
+    nightly.export(spark, index, str(tmp_path / "after"))
+    edited = archive.assign(text=np.where(archive.id == keeper, new_text, archive.text))
+    edited.to_json(tmp_path / "edited.jsonl", orient="records", lines=True, date_format="iso")
+    run(spark, _cfg(**{"input.path": str(tmp_path / "edited.jsonl"), "output.path": str(tmp_path / "full")}))
+    after = pd.read_parquet(tmp_path / "after" / "clusters")
+    full = pd.read_parquet(tmp_path / "full" / "clusters")
+    assert _partition(after) == _partition(full)
+    merged = after.merge(full, on="doc_id", suffixes=("_inc", "_full"))
+    assert (merged.keeper_id_inc == merged.keeper_id_full).all() and (merged.status_inc == merged.status_full).all()
