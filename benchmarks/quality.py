@@ -35,6 +35,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--threshold", type=float, default=0.3)
     ap.add_argument("--num-perm", type=int, default=128)
+    ap.add_argument("--method", choices=["minhash", "simhash"], default="minhash")
+    ap.add_argument("--hamming-distance", type=int, default=3, help="SimHash: bits a duplicate may differ in")
+    ap.add_argument("--blocks", type=int, default=0, help="SimHash: blocks (0: hamming distance + 1)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--shuffle-partitions", type=int, default=8)
     ap.add_argument("--out", default=str(RESULTS))
@@ -51,6 +54,9 @@ def main(argv=None) -> dict:
             "output.path": str(work / "out"),
             "verify.threshold": args.threshold,
             "minhash.num_perm": args.num_perm,
+            "match.method": args.method,
+            "simhash.hamming_distance": args.hamming_distance,
+            "simhash.blocks": args.blocks,
             "spark.master": args.master,
             "spark.shuffle_partitions": args.shuffle_partitions,
         }
@@ -75,6 +81,7 @@ def main(argv=None) -> dict:
         "seed": args.seed,
         "threshold": args.threshold,
         "num_perm": args.num_perm,
+        "method": args.method,
         "lsh": report["lsh"],
         "pairs": scores.as_dict(),
         "recall_by_edit": {e: round(float(r), 6) for e, r in by_edit["recall"].items()},
@@ -86,8 +93,9 @@ def main(argv=None) -> dict:
         "machine": machine(),
         "spark_version": report["spark_version"],
     }
-    print(f"corpus: {args.docs} documents (seed {args.seed}), threshold {args.threshold}, P={args.num_perm}, "
-          f"b={report['lsh']['bands']} r={report['lsh']['rows']}")
+    layout = (f"P={args.num_perm}, b={report['lsh']['bands']} r={report['lsh']['rows']}" if args.method == "minhash"
+              else f"SimHash k={args.hamming_distance}, {report['lsh']['tables']} tables")
+    print(f"corpus: {args.docs} documents (seed {args.seed}), threshold {args.threshold}, {layout}")
     print(f"pair precision {scores.precision:.6f}  recall {scores.recall:.6f}  F1 {scores.f1:.6f}  "
           f"(true {scores.true_pairs}, predicted {scores.predicted_pairs}, correct {scores.correct_pairs})")
     print("recall by edit:")
@@ -95,7 +103,9 @@ def main(argv=None) -> dict:
         print(f"  {edit:<11} {row['recall']:.4f}  ({int(row['found'])}/{int(row['copies'])})")
     print("counts:", json.dumps(report["counts"]))
     print("stage seconds:", json.dumps(report["stage_seconds"]), f"pipeline wall {report['wall_seconds']} s")
-    save(result, args.out, f"quality-{args.docs}.json")
+    name = f"quality-{args.docs}.json" if args.method == "minhash" else \
+        f"quality-{args.docs}-simhash-k{args.hamming_distance}.json"
+    save(result, args.out, name)
     return result
 
 

@@ -15,6 +15,7 @@ JACCARD = "jaccard"
 CONTAINMENT_A = "containment_a"
 CONTAINMENT_B = "containment_b"
 MATCH = "match"
+SIMHASH = "simhash"  # 64-bit SimHash fingerprint (match.method = "simhash")
 STRIPPED = "stripped"  # boilerplate segments removed from a document
 CLUSTER_ID = "cluster_id"
 IS_KEEPER = "is_keeper"
@@ -34,5 +35,5 @@ MATCH_NEAR = "near"
 
 INTERNAL = frozenset(
     {DOC_ID, TEXT, IS_EMPTY, EXACT_HASH, EXACT_REP, SHINGLES, BUCKET, BANDS, NID,
-     "text_len", STRIPPED, CLUSTER_ID, IS_KEEPER, KEEPER_ID, STATUS}
+     "text_len", STRIPPED, SIMHASH, CLUSTER_ID, IS_KEEPER, KEEPER_ID, STATUS}
 )

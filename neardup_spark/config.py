@@ -35,6 +35,7 @@ CHECKPOINT_MODES = ("local", "reliable", "none")
 KEEPER_RULES = ("earliest", "source_priority", "longest", "smallest_id")
 OUTPUT_MODES = ("errorifexists", "overwrite")
 BOILERPLATE_UNITS = ("line", "sentence")
+METHODS = ("minhash", "simhash")
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,20 @@ class ShingleConfig:
 class MinHashConfig:
     num_perm: int = 128
     seed: int = 1
+
+
+@dataclass(frozen=True)
+class MatchConfig:
+    # minhash: b bands of r MinHash rows, verified by exact Jaccard (the default);
+    # simhash: 64-bit SimHash, block tables, verified by Hamming distance.
+    method: str = "minhash"
+
+
+@dataclass(frozen=True)
+class SimHashConfig:
+    hamming_distance: int = 3  # pairs within this many bits of 64 are duplicates
+    blocks: int = 0  # 0: hamming_distance + 1 (one table per block); more blocks, more tables, fewer checks
+    verify_jaccard: bool = False  # also require exact Jaccard >= verify.threshold
 
 
 @dataclass(frozen=True)
@@ -161,6 +176,8 @@ class Config:
     boilerplate: BoilerplateConfig = BoilerplateConfig()
     shingle: ShingleConfig = ShingleConfig()
     minhash: MinHashConfig = MinHashConfig()
+    match: MatchConfig = MatchConfig()
+    simhash: SimHashConfig = SimHashConfig()
     lsh: LshConfig = LshConfig()
     verify: VerifyConfig = VerifyConfig()
     cluster: ClusterConfig = ClusterConfig()
@@ -310,6 +327,14 @@ def validate(cfg: Config) -> None:
     _check(cfg.shingle.k >= 1, f"shingle.k must be >= 1; got {cfg.shingle.k}")
     _check(1 <= cfg.minhash.num_perm <= 4096, f"minhash.num_perm must be in [1, 4096]; got {cfg.minhash.num_perm}")
     _check(0 <= cfg.minhash.seed < 2**63, f"minhash.seed must be in [0, 2**63); got {cfg.minhash.seed}")
+    _one_of(cfg.match.method, METHODS, "match.method")
+    sh = cfg.simhash
+    blocks = sh.blocks or sh.hamming_distance + 1
+    _check(0 <= sh.hamming_distance < 64, f"simhash.hamming_distance must be in [0, 63]; got {sh.hamming_distance}")
+    _check(sh.blocks == 0 or sh.hamming_distance < sh.blocks <= 64,
+           f"simhash.blocks must be 0 or in (hamming_distance, 64]; got {sh.blocks}")
+    _check(math.comb(blocks, blocks - sh.hamming_distance) <= 1000,
+           f"simhash layout needs {math.comb(blocks, blocks - sh.hamming_distance)} tables (> 1000); use fewer blocks")
     t = cfg.verify.threshold
     _check(math.isfinite(t) and 0.0 < t <= 1.0, f"verify.threshold must be in (0, 1]; got {t}")
     b, r = cfg.lsh.bands, cfg.lsh.rows

@@ -54,7 +54,7 @@ PART = "_part"  # the part's position in the manifest, for "newest assignment wi
 BUCKET_RANGE = "bucket_range"
 ASSIGN_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
 # The configuration sections whose values decide pairs, clusters and keepers.
-PARAM_SECTIONS = ("normalise", "boilerplate", "shingle", "minhash", "lsh", "verify", "keeper")
+PARAM_SECTIONS = ("normalise", "boilerplate", "shingle", "minhash", "match", "simhash", "lsh", "verify", "keeper")
 
 
 class IndexError_(NeardupError):

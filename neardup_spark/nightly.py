@@ -70,7 +70,9 @@ BROADCAST_ROWS = 5_000_000
 
 
 def _doc_columns(cfg: Config) -> list[str]:
-    return [C.DOC_ID, ix.TEXT_DIGEST, C.EXACT_HASH, C.SHINGLES, TEXT_LEN, C.IS_EMPTY, *keeper_columns(cfg.keeper)]
+    prints = [C.SIMHASH] if cfg.match.method == "simhash" else []
+    return [C.DOC_ID, ix.TEXT_DIGEST, C.EXACT_HASH, C.SHINGLES, *prints, TEXT_LEN, C.IS_EMPTY,
+            *keeper_columns(cfg.keeper)]
 
 
 def _cut(df: DataFrame) -> DataFrame:
@@ -327,10 +329,11 @@ def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFra
         counts["candidate_pairs"] = cands.count()
 
     with st.stage("verify"):
-        arch_sets = arch_docs.select(F.col(C.DOC_ID).alias(_ADOC), C.SHINGLES).join(
+        prints = [C.SIMHASH] if cfg.match.method == "simhash" else []
+        arch_sets = arch_docs.select(F.col(C.DOC_ID).alias(_ADOC), C.SHINGLES, *prints).join(
             _maybe_broadcast(met, counts["archived_documents_met"]), _ADOC
         )
-        shingled = table.select(C.NID, C.SHINGLES).unionByName(arch_sets.select(C.NID, C.SHINGLES))
+        shingled = table.select(C.NID, C.SHINGLES, *prints).unionByName(arch_sets.select(C.NID, C.SHINGLES, *prints))
         near = _cut(verify(cands, cfg, shingled, counts["candidate_pairs"]))
         counts["verified_pairs"] = near.count()
         to_archive = exact_arch.join(met.select(_ADOC, F.col(C.NID).alias("_anid")), _ADOC).select(

@@ -31,7 +31,7 @@ from .index import TEXT_DIGEST, text_digest
 from .keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
 from .params import advice, lsh_params
 from .read import check_documents, documents, drop_bookkeeping, read_input, spread
-from .sketch import Stripping, sketch
+from .sketch import SimHashLayout, Stripping, sketch
 from .verify import verify
 from .write import check_output_free, keeper_rows, write_report, write_tables
 
@@ -202,7 +202,7 @@ def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResul
     Raises InputError before heavy work for missing columns, wrong types,
     malformed JSON, null or duplicate ids.
     """
-    lsh = lsh_params(cfg)
+    lsh, sim = lsh_params(cfg), SimHashLayout.of(cfg)
     st = _Stages(raw.sparkSession)
     work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
     v = verified(raw, cfg, st, digest)
@@ -228,8 +228,8 @@ def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResul
     report = {
         "neardup_spark_version": __version__,
         "spark_version": raw.sparkSession.version,
-        "lsh": lsh.as_dict(),
-        "advice": advice(lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability),
+        "lsh": lsh.as_dict() if sim is None else sim.as_dict(),
+        "advice": advice(lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability) if sim is None else [],
         "counts": counts,
         "boilerplate": v.prep.boilerplate,
         "work": work,

@@ -28,14 +28,39 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 
 from . import columns as C
-from . import hashing
+from . import hashing, simhash
 from .boilerplate import strip_normalised
 from .config import Config, NormaliseConfig
 from .normalise import normalise_series, utf8_bytes
 from .params import LshParams, lsh_params
 
 SKETCH_TYPE = f"struct<{C.EXACT_HASH}:binary,{C.SHINGLES}:binary,{C.BANDS}:array<bigint>,{C.STRIPPED}:int>"
+SIMHASH_TYPE = SKETCH_TYPE[:-1] + f",{C.SIMHASH}:bigint>"
 _DIGEST_BYTES = 16
+
+
+@dataclass(frozen=True)
+class SimHashLayout:
+    """SimHash instead of MinHash: block-table keys become the bucket keys (see `simhash`)."""
+
+    distance: int
+    blocks: int
+
+    @classmethod
+    def of(cls, cfg: Config) -> "SimHashLayout | None":
+        if cfg.match.method != "simhash":
+            return None
+        return cls(cfg.simhash.hamming_distance, cfg.simhash.blocks or cfg.simhash.hamming_distance + 1)
+
+    def as_dict(self) -> dict:
+        return {
+            "method": "simhash",
+            "bits": simhash.BITS,
+            "hamming_distance": self.distance,
+            "blocks": self.blocks,
+            "tables": len(simhash.table_masks(self.distance, self.blocks)),
+            "fingerprint_bytes": 8,
+        }
 
 
 @dataclass(frozen=True)
@@ -68,7 +93,7 @@ def digest(text: str) -> bytes:
 
 def sketch_frame(
     texts: pd.Series, opts: NormaliseConfig, unit: str, k: int, seed: int, a: np.ndarray, b: np.ndarray, lsh: LshParams,
-    strip: Stripping | None = None,
+    strip: Stripping | None = None, sim: SimHashLayout | None = None,
 ) -> pd.DataFrame:
     """Raw texts -> DataFrame(exact_hash, shingles, bands, stripped); empty texts get a null
     hash and no shingles or bands. With `strip`, boilerplate segments go before anything else."""
@@ -80,21 +105,27 @@ def sketch_frame(
     hashes: list[bytes | None] = [None] * n
     shingles: list[bytes] = [b""] * n
     keys: list[np.ndarray] = [np.zeros(0, np.int64)] * n
+    prints = np.zeros(n, dtype=np.int64)
     present = [i for i, t in enumerate(norm) if isinstance(t, str) and t]
     for lo in range(0, len(present), hashing.SUB_BATCH):
         rows_ = present[lo : lo + hashing.SUB_BATCH]
         chunk = [norm.iat[i] for i in rows_]
         values, offsets = hashing.shingle_texts(chunk, unit, k, seed)
-        sig = hashing.minhash(values, offsets, a, b)
-        band = band_keys(sig, lsh.bands, lsh.rows)
+        if sim is None:
+            band = band_keys(hashing.minhash(values, offsets, a, b), lsh.bands, lsh.rows)
+        else:
+            fp = simhash.fingerprints(values, offsets, seed)
+            prints[rows_] = fp
+            band = simhash.table_keys(fp, sim.distance, sim.blocks)
         packed = values.astype("<u4", copy=False).tobytes()
         for j, i in enumerate(rows_):
             hashes[i] = digest(chunk[j])
             shingles[i] = packed[4 * offsets[j] : 4 * offsets[j + 1]]
             keys[i] = band[j]
-    return pd.DataFrame(
-        {C.EXACT_HASH: hashes, C.SHINGLES: shingles, C.BANDS: keys, C.STRIPPED: stripped}, index=texts.index
-    )
+    out = {C.EXACT_HASH: hashes, C.SHINGLES: shingles, C.BANDS: keys, C.STRIPPED: stripped}
+    if sim is not None:
+        out[C.SIMHASH] = prints
+    return pd.DataFrame(out, index=texts.index)
 
 
 
@@ -103,10 +134,11 @@ def sketch_column(text: Column, cfg: Config, lsh: LshParams | None = None, strip
     lsh = lsh or lsh_params(cfg)
     opts, unit, k, seed = cfg.normalise, cfg.shingle.unit, cfg.shingle.k, cfg.minhash.seed
     a, b = hashing.permutations(cfg.minhash.num_perm, seed)
+    sim = SimHashLayout.of(cfg)
 
-    @pandas_udf(SKETCH_TYPE)
+    @pandas_udf(SKETCH_TYPE if sim is None else SIMHASH_TYPE)
     def _sketch(texts: pd.Series) -> pd.DataFrame:
-        return sketch_frame(texts, opts, unit, k, seed, a, b, lsh, strip)
+        return sketch_frame(texts, opts, unit, k, seed, a, b, lsh, strip, sim)
 
     return _sketch(utf8_bytes(text))
 
@@ -117,6 +149,8 @@ def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None, strip: St
     s = "_sketch"
     out = docs.withColumn(s, sketch_column(F.col(C.TEXT), cfg, lsh, strip)).drop(C.TEXT)
     extra = [F.col(f"{s}.{C.STRIPPED}").alias(C.STRIPPED)] if strip is not None else []
+    if cfg.match.method == "simhash":
+        extra.append(F.col(f"{s}.{C.SIMHASH}").alias(C.SIMHASH))
     return out.select(
         *[c for c in out.columns if c != s],
         F.col(f"{s}.{C.EXACT_HASH}").alias(C.EXACT_HASH),

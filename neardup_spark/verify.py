@@ -33,16 +33,23 @@ BROADCAST_CANDIDATES = 2_000_000
 
 
 def verify(candidates: DataFrame, cfg: Config, shingled: DataFrame, n_candidates: int | None = None) -> DataFrame:
-    """candidates(doc_a, doc_b) + shingled(_nid, shingles) ->
-    (doc_a, doc_b, jaccard, containment_a, containment_b, match) with jaccard >= threshold.
+    """candidates(doc_a, doc_b) + shingled(_nid, shingles[, simhash]) ->
+    (doc_a, doc_b, jaccard, containment_a, containment_b, match) with jaccard >= threshold
+    (SimHash: within simhash.hamming_distance bits, and the Jaccard too if verify_jaccard).
 
     `n_candidates`, when known and small, lets the first join broadcast them."""
     intersection = pandas_udf(_intersection_series, "long")
-    sets = shingled.select(C.NID, C.SHINGLES)
-    left = sets.select(F.col(C.NID).alias(C.DOC_A), F.col(C.SHINGLES).alias("sa"))
-    right = sets.select(F.col(C.NID).alias(C.DOC_B), F.col(C.SHINGLES).alias("sb"))
+    sim = cfg.match.method == "simhash"
+    prints = [C.SIMHASH] if sim else []
+    sets = shingled.select(C.NID, C.SHINGLES, *prints)
+    left = sets.select(F.col(C.NID).alias(C.DOC_A), F.col(C.SHINGLES).alias("sa"),
+                       *[F.col(C.SIMHASH).alias("fa")] * sim)
+    right = sets.select(F.col(C.NID).alias(C.DOC_B), F.col(C.SHINGLES).alias("sb"),
+                        *[F.col(C.SIMHASH).alias("fb")] * sim)
     small = n_candidates is not None and n_candidates <= BROADCAST_CANDIDATES
     joined = left.join(F.broadcast(candidates) if small else candidates, C.DOC_A).join(right, C.DOC_B)
+    if sim:  # Hamming distance first: pairs beyond it need no set intersection
+        joined = joined.where(F.bit_count(F.col("fa").bitwiseXOR(F.col("fb"))) <= cfg.simhash.hamming_distance)
     sized = joined.select(
         C.DOC_A, C.DOC_B, intersection("sa", "sb").cast("double").alias("i"),
         set_size("sa").alias("na"), set_size("sb").alias("nb"),
@@ -56,4 +63,6 @@ def verify(candidates: DataFrame, cfg: Config, shingled: DataFrame, n_candidates
         (inter / size_b).alias(C.CONTAINMENT_B),
         F.lit(C.MATCH_NEAR).alias(C.MATCH),
     )
+    if sim and not cfg.simhash.verify_jaccard:
+        return scored  # SimHash: within the Hamming distance is the test; Jaccard is reported
     return scored.where(F.col(C.JACCARD) >= F.lit(cfg.verify.threshold))
