@@ -32,6 +32,8 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
 def _add_shingle_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", choices=["minhash", "simhash"], help="match.method (default minhash)")
     p.add_argument("--hamming-distance", type=int, help="SimHash: duplicates within this many bits (default 3)")
+    p.add_argument("--mode", choices=["jaccard", "containment"], help="match.mode (default jaccard)")
+    p.add_argument("--containment-threshold", type=float, help="containment mode: |A n B| / |A| needed (default 0.8)")
     p.add_argument("--seed", type=int, help="MinHash seed (minhash.seed)")
     p.add_argument("--shingle-unit", choices=["word", "char"])
     p.add_argument("--k", type=int, help="shingle size in words (or characters)")
@@ -172,6 +174,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "lsh.rows": get("rows"),
         "shingle.unit": get("shingle_unit"),
         "match.method": get("method"),
+        "match.mode": get("mode"),
+        "match.containment_threshold": get("containment_threshold"),
         "simhash.hamming_distance": get("hamming_distance"),
         "shingle.k": get("k"),
         "cluster.backend": get("backend"),

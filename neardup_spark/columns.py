@@ -8,6 +8,7 @@ EXACT_REP = "exact_rep"
 SHINGLES = "shingles"
 BUCKET = "bucket"
 BANDS = "bands"
+QUERIES = "queries"  # containment mode: the keys a document looks up (BANDS are the keys it is found by)
 NID = "_nid"
 DOC_A = "doc_a"
 DOC_B = "doc_b"
@@ -35,5 +36,5 @@ MATCH_NEAR = "near"
 
 INTERNAL = frozenset(
     {DOC_ID, TEXT, IS_EMPTY, EXACT_HASH, EXACT_REP, SHINGLES, BUCKET, BANDS, NID,
-     "text_len", STRIPPED, SIMHASH, CLUSTER_ID, IS_KEEPER, KEEPER_ID, STATUS}
+     "text_len", STRIPPED, SIMHASH, QUERIES, CLUSTER_ID, IS_KEEPER, KEEPER_ID, STATUS}
 )

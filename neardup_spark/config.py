@@ -36,6 +36,7 @@ KEEPER_RULES = ("earliest", "source_priority", "longest", "smallest_id")
 OUTPUT_MODES = ("errorifexists", "overwrite")
 BOILERPLATE_UNITS = ("line", "sentence")
 METHODS = ("minhash", "simhash")
+MODES = ("jaccard", "containment")
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,12 @@ class MatchConfig:
     # minhash: b bands of r MinHash rows, verified by exact Jaccard (the default);
     # simhash: 64-bit SimHash, block tables, verified by Hamming distance.
     method: str = "minhash"
+    # jaccard: duplicates by Jaccard (verify.threshold); containment: one document's
+    # shingles mostly inside the other's (|A n B| / |A| >= containment_threshold),
+    # found by size-partitioned LSH (see `containment`), up to max_size_ratio.
+    mode: str = "jaccard"
+    containment_threshold: float = 0.8
+    max_size_ratio: float = 16.0
 
 
 @dataclass(frozen=True)
@@ -328,6 +335,12 @@ def validate(cfg: Config) -> None:
     _check(1 <= cfg.minhash.num_perm <= 4096, f"minhash.num_perm must be in [1, 4096]; got {cfg.minhash.num_perm}")
     _check(0 <= cfg.minhash.seed < 2**63, f"minhash.seed must be in [0, 2**63); got {cfg.minhash.seed}")
     _one_of(cfg.match.method, METHODS, "match.method")
+    _one_of(cfg.match.mode, MODES, "match.mode")
+    if cfg.match.mode == "containment":
+        _check(cfg.match.method == "minhash", "match.mode = 'containment' needs match.method = 'minhash'")
+    ct = cfg.match.containment_threshold
+    _check(0.5 <= ct <= 1.0, f"match.containment_threshold must be in [0.5, 1]; got {ct}")
+    _check(1.0 <= cfg.match.max_size_ratio <= 1024, f"match.max_size_ratio must be in [1, 1024]; got {cfg.match.max_size_ratio}")
     sh = cfg.simhash
     blocks = sh.blocks or sh.hamming_distance + 1
     _check(0 <= sh.hamming_distance < 64, f"simhash.hamming_distance must be in [0, 63]; got {sh.hamming_distance}")
@@ -367,6 +380,8 @@ def validate(cfg: Config) -> None:
     _one_of(cfg.output.mode, OUTPUT_MODES, "output.mode")
     _check(cfg.spark.shuffle_partitions >= 0, "spark.shuffle_partitions must be >= 0")
     _check(not cfg.index.append or bool(cfg.index.path), "index.append needs index.path (--index)")
+    _check(not cfg.index.append or cfg.match.mode == "jaccard",
+           "the archive index supports match.mode = 'jaccard' only (containment batches: run them whole)")
 
 
 def require_io_paths(cfg: Config) -> None:

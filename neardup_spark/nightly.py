@@ -93,6 +93,8 @@ def build(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
 
     With `output`, the run's tables and report are written there too.
     """
+    if cfg.match.mode != "jaccard":
+        raise ix.IndexError_("the archive index supports match.mode = 'jaccard' only")
     root = ix.ensure_new(cfg.index.path)
     start = time.perf_counter()
     raw = read_input(spark, cfg)

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 
-from . import __version__, boilerplate
+from . import __version__, boilerplate, containment
 from . import columns as C
 from .banding import band_rows
 from .candidates import candidate_pairs
@@ -31,7 +31,7 @@ from .index import TEXT_DIGEST, text_digest
 from .keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
 from .params import advice, lsh_params
 from .read import check_documents, documents, drop_bookkeeping, read_input, spread
-from .sketch import SimHashLayout, Stripping, sketch
+from .sketch import SimHashLayout, Stripping, containment_classes, sketch
 from .verify import verify
 from .write import check_output_free, keeper_rows, write_report, write_tables
 
@@ -186,8 +186,10 @@ def verified(raw: DataFrame, cfg: Config, st: _Stages | None = None, digest: boo
         counts["signed_documents"] = counts["documents"] - counts["empty"] - counts["exact_duplicates"]
 
     with st.stage("band_candidates"):
-        banded = band_rows(table, copies, counts["exact_duplicates"])
-        cands = st.keep(candidate_pairs(banded, cfg, st.keep))
+        if cfg.match.mode == "containment":
+            cands = st.keep(containment.candidates(table, copies, cfg))
+        else:
+            cands = st.keep(candidate_pairs(band_rows(table, copies, counts["exact_duplicates"]), cfg, st.keep))
         counts["candidate_pairs"] = cands.count()
 
     with st.stage("verify"):
@@ -213,7 +215,7 @@ def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResul
 
     with st.stage("keepers"):
         index = table.select(C.NID, C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(cfg.keeper))
-        clusters = st.keep(choose_keepers(index, cfg, comps).select(*CLUSTER_COLUMNS))
+        clusters = st.keep(choose_keepers(index, keeper_config(cfg), comps).select(*CLUSTER_COLUMNS))
         row = clusters.agg(
             F.count(F.lit(1)).alias("n"),
             F.sum(F.col(C.IS_KEEPER).cast("long")).alias("keepers"),
@@ -228,7 +230,7 @@ def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResul
     report = {
         "neardup_spark_version": __version__,
         "spark_version": raw.sparkSession.version,
-        "lsh": lsh.as_dict() if sim is None else sim.as_dict(),
+        "lsh": _lsh_report(cfg, lsh, sim),
         "advice": advice(lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability) if sim is None else [],
         "counts": counts,
         "boilerplate": v.prep.boilerplate,
@@ -240,6 +242,25 @@ def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResul
     dedup = keeper_rows(raw, cfg, clusters, counts["clusters"], counts["removed"])
     lines = boilerplate.lines_frame(raw.sparkSession, v.prep.lines) if v.prep.lines is not None else None
     return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, st.cached)
+
+
+def keeper_config(cfg: Config) -> Config:
+    """In containment mode a contained document points at its container: the longest
+    document of a cluster keeps it, before the configured rules."""
+    if cfg.match.mode != "containment" or cfg.keeper.rules[0] == "longest":
+        return cfg
+    rules = ["longest", *[r for r in cfg.keeper.rules if r != "longest"]]
+    return cfg.with_overrides({"keeper.rules": rules})
+
+
+def _lsh_report(cfg: Config, lsh, sim) -> dict:
+    if sim is not None:
+        return sim.as_dict()
+    if cfg.match.mode == "containment":
+        classes = containment_classes(cfg)
+        return {"mode": "containment", "containment_threshold": cfg.match.containment_threshold,
+                "num_perm": cfg.minhash.num_perm, "size_classes": [c.as_dict() for c in classes]}
+    return lsh.as_dict()
 
 
 def _boilerplate_report(cfg: Config, found: boilerplate.Boilerplate | None, sketched) -> dict:

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 
 from . import columns as C
-from . import hashing, simhash
+from . import containment, hashing, simhash
 from .boilerplate import strip_normalised
 from .config import Config, NormaliseConfig
 from .normalise import normalise_series, utf8_bytes
@@ -36,6 +36,7 @@ from .params import LshParams, lsh_params
 
 SKETCH_TYPE = f"struct<{C.EXACT_HASH}:binary,{C.SHINGLES}:binary,{C.BANDS}:array<bigint>,{C.STRIPPED}:int>"
 SIMHASH_TYPE = SKETCH_TYPE[:-1] + f",{C.SIMHASH}:bigint>"
+CONTAINMENT_TYPE = SKETCH_TYPE[:-1] + f",{C.QUERIES}:array<bigint>>"
 _DIGEST_BYTES = 16
 
 
@@ -61,6 +62,13 @@ class SimHashLayout:
             "tables": len(simhash.table_masks(self.distance, self.blocks)),
             "fingerprint_bytes": 8,
         }
+
+
+def containment_classes(cfg: Config) -> list | None:
+    """The size classes of containment mode (None in Jaccard mode)."""
+    if cfg.match.mode != "containment":
+        return None
+    return containment.size_classes(cfg.match.containment_threshold, cfg.minhash.num_perm, cfg.match.max_size_ratio)
 
 
 @dataclass(frozen=True)
@@ -93,7 +101,7 @@ def digest(text: str) -> bytes:
 
 def sketch_frame(
     texts: pd.Series, opts: NormaliseConfig, unit: str, k: int, seed: int, a: np.ndarray, b: np.ndarray, lsh: LshParams,
-    strip: Stripping | None = None, sim: SimHashLayout | None = None,
+    strip: Stripping | None = None, sim: SimHashLayout | None = None, classes: list | None = None,
 ) -> pd.DataFrame:
     """Raw texts -> DataFrame(exact_hash, shingles, bands, stripped); empty texts get a null
     hash and no shingles or bands. With `strip`, boilerplate segments go before anything else."""
@@ -106,12 +114,18 @@ def sketch_frame(
     shingles: list[bytes] = [b""] * n
     keys: list[np.ndarray] = [np.zeros(0, np.int64)] * n
     prints = np.zeros(n, dtype=np.int64)
+    queries: list[np.ndarray] = [np.zeros(0, np.int64)] * n
     present = [i for i, t in enumerate(norm) if isinstance(t, str) and t]
     for lo in range(0, len(present), hashing.SUB_BATCH):
         rows_ = present[lo : lo + hashing.SUB_BATCH]
         chunk = [norm.iat[i] for i in rows_]
         values, offsets = hashing.shingle_texts(chunk, unit, k, seed)
-        if sim is None:
+        if classes:
+            sig = hashing.minhash(values, offsets, a, b)
+            band, query = containment.keys(sig, np.diff(offsets), classes, band_keys)
+            for j, i in enumerate(rows_):
+                queries[i] = query[j]
+        elif sim is None:
             band = band_keys(hashing.minhash(values, offsets, a, b), lsh.bands, lsh.rows)
         else:
             fp = simhash.fingerprints(values, offsets, seed)
@@ -125,6 +139,8 @@ def sketch_frame(
     out = {C.EXACT_HASH: hashes, C.SHINGLES: shingles, C.BANDS: keys, C.STRIPPED: stripped}
     if sim is not None:
         out[C.SIMHASH] = prints
+    if classes:
+        out[C.QUERIES] = queries
     return pd.DataFrame(out, index=texts.index)
 
 
@@ -135,10 +151,12 @@ def sketch_column(text: Column, cfg: Config, lsh: LshParams | None = None, strip
     opts, unit, k, seed = cfg.normalise, cfg.shingle.unit, cfg.shingle.k, cfg.minhash.seed
     a, b = hashing.permutations(cfg.minhash.num_perm, seed)
     sim = SimHashLayout.of(cfg)
+    classes = containment_classes(cfg)
+    kind = CONTAINMENT_TYPE if classes else (SKETCH_TYPE if sim is None else SIMHASH_TYPE)
 
-    @pandas_udf(SKETCH_TYPE if sim is None else SIMHASH_TYPE)
+    @pandas_udf(kind)
     def _sketch(texts: pd.Series) -> pd.DataFrame:
-        return sketch_frame(texts, opts, unit, k, seed, a, b, lsh, strip, sim)
+        return sketch_frame(texts, opts, unit, k, seed, a, b, lsh, strip, sim, classes)
 
     return _sketch(utf8_bytes(text))
 
@@ -151,6 +169,8 @@ def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None, strip: St
     extra = [F.col(f"{s}.{C.STRIPPED}").alias(C.STRIPPED)] if strip is not None else []
     if cfg.match.method == "simhash":
         extra.append(F.col(f"{s}.{C.SIMHASH}").alias(C.SIMHASH))
+    if cfg.match.mode == "containment":
+        extra.append(F.col(f"{s}.{C.QUERIES}").alias(C.QUERIES))
     return out.select(
         *[c for c in out.columns if c != s],
         F.col(f"{s}.{C.EXACT_HASH}").alias(C.EXACT_HASH),

@@ -63,6 +63,8 @@ def verify(candidates: DataFrame, cfg: Config, shingled: DataFrame, n_candidates
         (inter / size_b).alias(C.CONTAINMENT_B),
         F.lit(C.MATCH_NEAR).alias(C.MATCH),
     )
+    if cfg.match.mode == "containment":
+        return scored.where(F.greatest(C.CONTAINMENT_A, C.CONTAINMENT_B) >= F.lit(cfg.match.containment_threshold))
     if sim and not cfg.simhash.verify_jaccard:
         return scored  # SimHash: within the Hamming distance is the test; Jaccard is reported
     return scored.where(F.col(C.JACCARD) >= F.lit(cfg.verify.threshold))

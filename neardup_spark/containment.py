@@ -1,0 +1,104 @@
+"""Containment search: "this short story is inside that long page", even when Jaccard is tiny.
+
+Containment of A in B is |A n B| / |A|. A 120-word story inside a 1,020-word
+page has containment 1.0 but Jaccard 0.114, so Jaccard banding never meets
+it. LSH Ensemble (Zhu et al., VLDB 2016) makes containment searchable with
+MinHash: for a query of size q and candidates no larger than u, containment
+>= t implies Jaccard >= t*q / (q + u - t*q), a threshold that falls as u/q
+grows. So pairs are split by size ratio, each class with its own (b, r):
+
+- class k >= 1 holds pairs whose larger set is 2**(k-1) to 2**k times the
+  smaller (up to `containment.max_size_ratio`), class 0 pairs of like size;
+  its Jaccard floor is s_k = t / (1 + 2**k - t), and its (b, r) catch pairs
+  at s_k with probability >= 0.95 (see `params.catching`);
+- sizes are bucketed by level L = floor(log2 |set|); a document is indexed
+  under its own level and queries, per class, the levels where a container
+  of that size ratio lives (L+k-1 and L+k; class 0: L-1 and L), so only
+  pairs of the right size ratio meet in a class's buckets;
+- every key mixes class, band, band values and level: one flat bucket space.
+
+Candidates are query x index rows sharing a key (capped at
+`lsh.all_pairs_bucket_limit` indexed documents per bucket, smallest ids
+first), verified exactly: a pair is kept when the smaller set's containment
+in the larger reaches the threshold. The pairs table says which way it goes
+(containment_a, containment_b).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from . import columns as C
+from .config import Config
+from .hashing import mix64
+from .params import candidate_probability, catching
+
+MIN_CATCH = 0.95
+_CLASS_MULT = 0xA24BAED4963EE407
+_LEVEL_MULT = np.uint64(0x9FB21C651E98DF25)
+
+
+@dataclass(frozen=True)
+class SizeClass:
+    k: int  # size ratio up to 2**k (class 0: like sizes)
+    jaccard_floor: float  # the smallest Jaccard of a pair in this class at containment t
+    bands: int
+    rows: int
+    offsets: tuple[int, int]  # query levels relative to the document's own
+
+    def as_dict(self) -> dict:
+        return {"class": self.k, "max_size_ratio": 2**self.k, "jaccard_floor": round(self.jaccard_floor, 4),
+                "bands": self.bands, "rows": self.rows,
+                "p_candidate_at_floor": round(candidate_probability(self.jaccard_floor, self.bands, self.rows), 4)}
+
+
+def size_classes(threshold: float, num_perm: int, max_ratio: float) -> list[SizeClass]:
+    """The classes, their Jaccard floors and (b, r), for containment `threshold`."""
+    top = max(0, math.ceil(math.log2(max_ratio)))
+    out = []
+    for k in range(top + 1):
+        floor = threshold / (1 + 2**k - threshold)
+        b, r = catching(floor, num_perm, MIN_CATCH)
+        out.append(SizeClass(k, floor, b, r, (-1, 0) if k == 0 else (k - 1, k)))
+    return out
+
+
+def levels(sizes: np.ndarray) -> np.ndarray:
+    """floor(log2(size)) per set (0 for empty or singleton sets)."""
+    return np.floor(np.log2(np.maximum(sizes, 1))).astype(np.int64)
+
+
+def _key(band: np.ndarray, k: int, level: np.ndarray) -> np.ndarray:
+    tagged = band.view(np.uint64) ^ np.uint64(((k + 1) * _CLASS_MULT) & 0xFFFFFFFFFFFFFFFF)
+    return mix64(tagged ^ (level.astype(np.uint64)[:, None] * _LEVEL_MULT)).view(np.int64)
+
+
+def keys(signatures: np.ndarray, sizes: np.ndarray, classes: list[SizeClass], band_keys) -> tuple[np.ndarray,
+                                                                                                 np.ndarray]:
+    """([n, index keys], [n, query keys]) for signatures [n, P] of sets of `sizes`."""
+    lv = levels(sizes)
+    index, query = [], []
+    for c in classes:
+        band = band_keys(signatures, c.bands, c.rows)
+        index.append(_key(band, c.k, lv))
+        query += [_key(band, c.k, lv + off) for off in c.offsets]
+    return np.concatenate(index, axis=1), np.concatenate(query, axis=1)
+
+
+def candidates(table: DataFrame, copies: DataFrame, cfg: Config) -> DataFrame:
+    """table(_nid, bands = index keys, queries, is_empty) minus exact copies -> (doc_a, doc_b), doc_a < doc_b."""
+    reps = table.where(~F.col(C.IS_EMPTY)).join(copies.select(C.NID), C.NID, "left_anti")
+    index = reps.select(C.NID, F.explode(C.BANDS).alias(C.BUCKET))
+    first = Window.partitionBy(C.BUCKET).orderBy(C.NID)
+    index = index.withColumn("_r", F.row_number().over(first)).where(
+        F.col("_r") <= cfg.lsh.all_pairs_bucket_limit
+    ).select(F.col(C.NID).alias("_x"), C.BUCKET)
+    query = reps.select(F.col(C.NID).alias("_q"), F.explode(C.QUERIES).alias(C.BUCKET))
+    met = query.join(index, C.BUCKET).where(F.col("_q") != F.col("_x"))
+    return met.select(F.least("_q", "_x").alias(C.DOC_A), F.greatest("_q", "_x").alias(C.DOC_B)).distinct()
+

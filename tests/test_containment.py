@@ -1,0 +1,90 @@
+"""Containment mode: short stories pasted into pages 5-10x longer are found (recall >= 0.95
+at containment 0.8), with the direction reported, while Jaccard mode misses them."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from neardup_spark import Config, deduplicate
+from neardup_spark.config import ConfigError
+from neardup_spark.containment import size_classes
+from neardup_spark.params import candidate_probability
+
+VOCAB = [f"w{i}" for i in range(30_000)]
+
+
+def _pages(n_stories: int = 60, n_unrelated: int = 150, seed: int = 2) -> tuple[pd.DataFrame, list]:
+    rng = np.random.default_rng(seed)
+    words = lambda n: " ".join(rng.choice(VOCAB, size=n))  # noqa: E731
+    rows, pairs, next_id = [], [], 1
+    for _ in range(n_stories):
+        story_len = int(rng.integers(100, 301))
+        story = words(story_len)
+        total = int(story_len * rng.uniform(5, 10))
+        filler = words(total - story_len).split(" ")
+        cut = int(rng.integers(0, len(filler)))
+        page = " ".join(filler[:cut]) + " " + story + " " + " ".join(filler[cut:])
+        rows += [(next_id, story), (next_id + 1, page)]
+        pairs.append((next_id, next_id + 1))
+        next_id += 2
+    for _ in range(n_unrelated):
+        rows.append((next_id, words(int(rng.integers(100, 2500)))))
+        next_id += 1
+    return pd.DataFrame(rows, columns=["id", "text"]), pairs
+
+
+def test_size_classes_catch_their_jaccard_floor():
+    classes = size_classes(0.8, 128, 16)
+    assert [c.k for c in classes] == [0, 1, 2, 3, 4]
+    for c in classes:
+        assert candidate_probability(c.jaccard_floor, c.bands, c.rows) >= 0.95
+        # A pair at the class's largest size ratio with containment exactly 0.8 has that Jaccard.
+        q, x = 100, 100 * 2**c.k
+        assert c.jaccard_floor == pytest.approx(0.8 * q / (q + x - 0.8 * q))
+
+
+@pytest.fixture(scope="module")
+def pages(spark):
+    rows, pairs = _pages()
+    return spark.createDataFrame(rows), rows, pairs
+
+
+def _found(result, pairs) -> float:
+    cluster = dict(result.clusters.select("doc_id", "cluster_id").toPandas().itertuples(index=False))
+    return sum(cluster[a] == cluster[b] for a, b in pairs) / len(pairs)
+
+
+def test_stories_inside_long_pages_are_found_and_pointed_at_their_page(pages):
+    raw, rows, pairs = pages
+    cfg = Config().with_overrides({"match.mode": "containment", "match.containment_threshold": 0.8})
+    result = deduplicate(raw, cfg)
+    recall = _found(result, pairs)
+    found = result.pairs.toPandas()
+    clusters = result.clusters.toPandas().set_index("doc_id")
+    report = result.report
+    result.unpersist()
+    print(f"\ncontainment recall {recall:.3f}, {len(found)} pairs, candidates {report['counts']['candidate_pairs']}")
+    assert recall >= 0.95
+    story_of = dict(pairs)
+    for row in found.itertuples():
+        # Every verified pair is a story and its page; the story (doc_a) lies inside the page.
+        assert story_of.get(row.doc_a) == row.doc_b and row.containment_a >= 0.8 and row.jaccard < 0.3
+    for story, page in pairs:
+        if clusters.loc[story, "cluster_id"] == clusters.loc[page, "cluster_id"]:
+            assert clusters.loc[story, "keeper_id"] == page  # the contained document points at its container
+    assert report["lsh"]["mode"] == "containment" and len(report["lsh"]["size_classes"]) == 5
+
+
+def test_jaccard_mode_misses_them(pages):
+    raw, rows, pairs = pages
+    result = deduplicate(raw, Config().with_overrides({"verify.threshold": 0.3}))
+    recall = _found(result, pairs)
+    result.unpersist()
+    assert recall <= 0.05
+
+
+def test_containment_needs_minhash_and_no_index():
+    with pytest.raises(ConfigError, match="minhash"):
+        Config().with_overrides({"match.mode": "containment", "match.method": "simhash"})
+    with pytest.raises(ConfigError, match="jaccard"):
+        Config().with_overrides({"match.mode": "containment", "index.path": "/x", "index.append": True})
