@@ -1,7 +1,7 @@
 """SimHash against MinHash on the seven-edit corpus: pair precision/recall/F1 per method,
 recall per edit type, and the bytes each keeps per document.
 
-    .venv/bin/python -m benchmarks.simhash --docs 10000 --distances 3 6
+    .venv/bin/python -m benchmarks.simhash --docs 10000 --distances 3 6 6 --blocks 0 0 9
 
 Each configuration is one whole-pipeline run of `benchmarks.quality` (same
 corpus, same session): MinHash at threshold 0.3 with the chosen (b, r), and
@@ -30,6 +30,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--docs", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--distances", type=int, nargs="+", default=[3, 6])
+    ap.add_argument("--blocks", type=int, nargs="+", default=None,
+                    help="blocks per distance (same order; 0: distance + 1)")
     ap.add_argument("--threshold", type=float, default=0.3)
     ap.add_argument("--shuffle-partitions", type=int, default=8)
     ap.add_argument("--out", default=str(RESULTS))
@@ -39,8 +41,11 @@ def main(argv=None) -> dict:
     common = ["--docs", str(args.docs), "--seed", str(args.seed), "--threshold", str(args.threshold),
               "--shuffle-partitions", str(args.shuffle_partitions), "--out", scratch]
     runs = [("minhash", quality.main([*common, "--method", "minhash"]))]
-    for k in args.distances:
-        runs.append((f"simhash k={k}", quality.main([*common, "--method", "simhash", "--hamming-distance", str(k)])))
+    blocks = args.blocks or [0] * len(args.distances)
+    for k, nb in zip(args.distances, blocks):
+        name = f"simhash k={k}" + (f" b={nb}" if nb else "")
+        runs.append((name, quality.main([*common, "--method", "simhash", "--hamming-distance", str(k),
+                                         "--blocks", str(nb)])))
     rows = []
     for name, r in runs:
         lsh = r["lsh"]

@@ -35,13 +35,21 @@ def shared_buckets(banded: DataFrame) -> DataFrame:
     return sized.where(F.col(_SIZE) > 1)
 
 
+def bucket_limit(cfg: Config) -> int:
+    """Bucket size up to which all pairs are emitted. SimHash block tables are exact only
+    with every pair of a bucket checked (their buckets fill with unrelated fingerprints
+    sharing a block, so a star to one member would miss pairs): no limit there; the
+    table layout (bits per key) decides bucket sizes."""
+    return 2**62 if cfg.match.method == "simhash" else cfg.lsh.all_pairs_bucket_limit
+
+
 def candidate_pairs(banded: DataFrame, cfg: Config, keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> DataFrame:
     """banded(_nid, bucket) -> (doc_a, doc_b) of _nid values, distinct, doc_a < doc_b.
 
     The shared-bucket rows are read twice (stars and small buckets); `keep`
     (the pipeline's persist-and-track) keeps the window from running twice.
     """
-    limit = cfg.lsh.all_pairs_bucket_limit
+    limit = bucket_limit(cfg)
     shared = keep(shared_buckets(banded))
     star = shared.where((F.col(_SIZE) > limit) & (F.col(C.NID) != F.col(_ROOT))).select(
         F.col(_ROOT).alias(C.DOC_A), F.col(C.NID).alias(C.DOC_B)

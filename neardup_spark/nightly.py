@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 
 from . import columns as C
 from . import index as ix
-from .candidates import candidate_pairs
+from .candidates import bucket_limit, candidate_pairs
 from .components import connected_components
 from .config import Config, require_io_paths, to_dict
 from .errors import InputError
@@ -317,7 +317,7 @@ def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFra
             _maybe_broadcast(banded, n_band_rows), C.BUCKET
         )
         first = Window.partitionBy(C.NID, C.BUCKET).orderBy(_ADOC)
-        limit = cfg.lsh.all_pairs_bucket_limit
+        limit = bucket_limit(cfg)
         against = hits.withColumn("_r", F.row_number().over(first)).where(F.col("_r") <= limit)
         against = _cut(against.select(C.NID, _ADOC).distinct())
         # Archived documents met by this batch get negative internal ids for the batch's graph.

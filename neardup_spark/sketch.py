@@ -54,8 +54,10 @@ class SimHashLayout:
         return cls(cfg.simhash.hamming_distance, cfg.simhash.blocks or cfg.simhash.hamming_distance + 1)
 
     def as_dict(self) -> dict:
+        masks = simhash.table_masks(self.distance, self.blocks)
         return {
             "method": "simhash",
+            "key_bits": min(bin(m).count("1") for m in masks),
             "bits": simhash.BITS,
             "hamming_distance": self.distance,
             "blocks": self.blocks,
