@@ -79,7 +79,7 @@ def check_params(manifest: dict, cfg: Config) -> None:
     """An error naming every parameter that differs from the index's."""
     want, have = manifest["params"], params_of(cfg)
     diffs = [
-        f"{section}.{key}: index {want[section].get(key)!r}, now {have[section].get(key)!r}"
+        f"{section}.{key}: index {want.get(section, {}).get(key)!r}, now {have[section].get(key)!r}"
         for section in PARAM_SECTIONS
         for key in sorted(set(want.get(section, {})) | set(have[section]))
         if want.get(section, {}).get(key) != have[section].get(key)

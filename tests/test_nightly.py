@@ -239,3 +239,14 @@ def test_replace_reclusters_without_the_old_text(spark, batches, tmp_path):
     assert _partition(after) == _partition(full)
     merged = after.merge(full, on="doc_id", suffixes=("_inc", "_full"))
     assert (merged.keeper_id_inc == merged.keeper_id_full).all() and (merged.status_inc == merged.status_full).all()
+
+
+def test_an_index_missing_a_parameter_section_is_a_clear_error():
+    from neardup_spark.index import check_params, params_of
+
+    cfg = Config()
+    old = params_of(cfg)
+    del old["match"]
+    with pytest.raises(IndexError_, match="match.method: index None"):
+        check_params({"params": old}, cfg)
+    check_params({"params": params_of(cfg)}, cfg)
