@@ -118,18 +118,20 @@ def calibrate(raw: DataFrame, cfg: Config, pairs: int = 5000, seed: int = 1, mar
     """Random-pair Jaccard distribution of `raw` and the threshold and (b, r) it recommends.
 
     Documents go through the configured normalisation, boilerplate stripping
-    and shingles, exactly as `deduplicate` would see them.
+    and shingles, exactly as `deduplicate` would see them; boilerplate is
+    found on every document, but only the ~2 * pairs sampled ones are sketched.
     """
     from .pipeline import prepared  # the pipeline's own read and sketch steps
 
     if pairs < 10:
         raise InputError(f"calibrate needs at least 10 pairs; got {pairs}")
-    prep = prepared(raw, cfg)
+    prep = prepared(raw, cfg, sample_docs=2 * pairs, seed=seed)
     try:
         n_docs = prep.counts["documents"]
-        values = random_pair_jaccards(prep.table, pairs, n_docs, seed)
+        values = random_pair_jaccards(prep.table, pairs, prep.counts["sampled_documents"], seed)
         report = {
             "documents": n_docs,
+            "sampled_documents": prep.counts["sampled_documents"],  # sketched (boilerplate figures: these only)
             "pairs": int(values.size),
             **distribution(values),
             **recommend(values, cfg, n_docs, margin, floor),

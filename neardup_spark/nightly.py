@@ -176,8 +176,7 @@ def append(spark: SparkSession, cfg: Config) -> dict:
         _kill_point("after_match")
         return _write(spark, cfg, idx, fingerprint, result, st, counts, start)
     finally:
-        for df in st.cached:
-            df.unpersist()
+        st.release()
 
 
 def _copy_output(spark, part_dir: str, cfg: Config) -> None:
@@ -290,7 +289,7 @@ def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFra
     counts["new_documents"] = counts["documents"] - counts["already_indexed"]
     keys = idx.boilerplate_keys(spark) if cfg.boilerplate.enabled else None
     strip = Stripping(keys, cfg.boilerplate.unit) if keys is not None else None
-    table, _ = sketched(new.drop(ix.TEXT_DIGEST), cfg, st, counts, strip, digest=True,
+    table, _ = sketched(new, cfg, st, counts, strip, digest=True,
                         expected=counts["new_documents"])
     arch_docs = idx.docs(spark)
 

@@ -90,6 +90,12 @@ class _Stages:
         self.cached.append(df)
         return df
 
+    def release(self) -> None:
+        """Unpersist every frame kept so far."""
+        for df in self.cached:
+            df.unpersist()
+        self.cached.clear()
+
 
 @dataclass
 class Prepared:
@@ -104,9 +110,7 @@ class Prepared:
 
     def release(self) -> None:
         """Unpersist every frame the stages kept."""
-        for df in self.stages.cached:
-            df.unpersist()
-        self.stages.cached.clear()
+        self.stages.release()
 
 
 @dataclass
@@ -122,12 +126,15 @@ class Verified:
         return self.near.unionByName(exact_edges(self.copies))
 
 
-def prepared(raw: DataFrame, cfg: Config, st: _Stages | None = None, digest: bool = False) -> Prepared:
+def prepared(raw: DataFrame, cfg: Config, st: _Stages | None = None, digest: bool = False,
+             sample_docs: int | None = None, seed: int = 1) -> Prepared:
     """Read and check, strip boilerplate (when enabled), sketch.
 
     Raises InputError before heavy work for missing columns, wrong types,
     malformed JSON, null or duplicate ids. `digest` adds each raw text's
-    MD5 (`text_digest`), which the archive index keeps.
+    MD5 (`text_digest`), which the archive index keeps. With `sample_docs`,
+    only a random sample of about that many documents is sketched (after
+    boilerplate is found on all of them); counts["sampled_documents"] says how many.
     """
     st = st or _Stages(raw.sparkSession)
     counts: dict[str, int] = {}  # figures of the result: the same on any partitioning
@@ -137,7 +144,11 @@ def prepared(raw: DataFrame, cfg: Config, st: _Stages | None = None, digest: boo
         with st.stage("boilerplate"):
             found = boilerplate.find(docs, cfg.boilerplate, cfg.normalise, counts["documents"], cfg.minhash.seed)
     strip = Stripping(found.keys, cfg.boilerplate.unit) if found is not None else None
-    table, row = sketched(docs, cfg, st, counts, strip, digest)
+    if sample_docs is None:
+        table, row = sketched(docs, cfg, st, counts, strip, digest)
+    else:
+        fraction = min(1.0, 1.2 * sample_docs / max(counts["documents"], 1) + 1e-6)
+        table, row = sketched(docs.sample(fraction=fraction, seed=seed), cfg, st, counts, strip, digest, sampled=True)
     return Prepared(docs, table, counts, _boilerplate_report(cfg, found, row), found, st)
 
 
@@ -152,13 +163,17 @@ def checked_documents(raw: DataFrame, cfg: Config, st: _Stages, counts: dict) ->
 
 
 def sketched(docs: DataFrame, cfg: Config, st: _Stages, counts: dict, strip: Stripping | None = None,
-             digest: bool = False, expected: int | None = None):
-    """(the persisted sketch table, its summary row) for checked documents; counts["empty"]."""
+             digest: bool = False, expected: int | None = None, sampled: bool = False):
+    """(the persisted sketch table, its summary row) for checked documents; counts["empty"].
+
+    With `digest`, an existing text_digest column is kept, else computed."""
     lsh = lsh_params(cfg)
     with st.stage("sketch"):
         # Internal ids: every later shuffle moves 8-byte longs, whatever the
         # users' ids are (URLs run to 100 bytes). Fixed once the table is persisted.
-        extra = [text_digest(F.col(C.TEXT)).alias(TEXT_DIGEST)] if digest else []
+        extra = []
+        if digest:
+            extra = [F.col(TEXT_DIGEST) if TEXT_DIGEST in docs.columns else text_digest(F.col(C.TEXT)).alias(TEXT_DIGEST)]
         slim = docs.select(
             F.monotonically_increasing_id().alias(C.NID), C.DOC_ID, C.TEXT,
             F.length(C.TEXT).alias(TEXT_LEN), *keeper_inputs(docs, cfg), *extra,
@@ -169,8 +184,10 @@ def sketched(docs: DataFrame, cfg: Config, st: _Stages, counts: dict, strip: Str
             aggs += [F.sum(C.STRIPPED).alias("segments"), F.sum((F.col(C.STRIPPED) > 0).cast("long")).alias("docs")]
         row = table.agg(*aggs).first()
         counts["empty"] = int(row["empty"] or 0)
+        if sampled:
+            counts["sampled_documents"] = int(row["n"])
         want = counts["documents"] if expected is None else expected
-        if int(row["n"]) != want:  # pragma: no cover - an invariant, not an input error
+        if not sampled and int(row["n"]) != want:  # pragma: no cover - an invariant, not an input error
             raise AssertionError(f"{row['n']} sketched rows for {want} documents")
     return table, row
 

@@ -40,12 +40,12 @@ def verify(candidates: DataFrame, cfg: Config, shingled: DataFrame, n_candidates
     `n_candidates`, when known and small, lets the first join broadcast them."""
     intersection = pandas_udf(_intersection_series, "long")
     sim = cfg.match.method == "simhash"
-    prints = [C.SIMHASH] if sim else []
-    sets = shingled.select(C.NID, C.SHINGLES, *prints)
-    left = sets.select(F.col(C.NID).alias(C.DOC_A), F.col(C.SHINGLES).alias("sa"),
-                       *[F.col(C.SIMHASH).alias("fa")] * sim)
-    right = sets.select(F.col(C.NID).alias(C.DOC_B), F.col(C.SHINGLES).alias("sb"),
-                        *[F.col(C.SIMHASH).alias("fb")] * sim)
+    left_cols = [F.col(C.NID).alias(C.DOC_A), F.col(C.SHINGLES).alias("sa")]
+    right_cols = [F.col(C.NID).alias(C.DOC_B), F.col(C.SHINGLES).alias("sb")]
+    if sim:
+        left_cols.append(F.col(C.SIMHASH).alias("fa"))
+        right_cols.append(F.col(C.SIMHASH).alias("fb"))
+    left, right = shingled.select(*left_cols), shingled.select(*right_cols)
     small = n_candidates is not None and n_candidates <= BROADCAST_CANDIDATES
     joined = left.join(F.broadcast(candidates) if small else candidates, C.DOC_A).join(right, C.DOC_B)
     if sim:  # Hamming distance first: pairs beyond it need no set intersection
