@@ -38,6 +38,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--method", choices=["minhash", "simhash"], default="minhash")
     ap.add_argument("--hamming-distance", type=int, default=3, help="SimHash: bits a duplicate may differ in")
     ap.add_argument("--blocks", type=int, default=0, help="SimHash: blocks (0: hamming distance + 1)")
+    ap.add_argument("--simhash-bits", type=int, choices=[64, 128], default=64)
+    ap.add_argument("--simhash-weighting", choices=["none", "tf"], default="none")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--shuffle-partitions", type=int, default=8)
     ap.add_argument("--out", default=str(RESULTS))
@@ -57,6 +59,8 @@ def main(argv=None) -> dict:
             "match.method": args.method,
             "simhash.hamming_distance": args.hamming_distance,
             "simhash.blocks": args.blocks,
+            "simhash.bits": args.simhash_bits,
+            "simhash.weighting": args.simhash_weighting,
             "spark.master": args.master,
             "spark.shuffle_partitions": args.shuffle_partitions,
         }
@@ -94,7 +98,8 @@ def main(argv=None) -> dict:
         "spark_version": report["spark_version"],
     }
     layout = (f"P={args.num_perm}, b={report['lsh']['bands']} r={report['lsh']['rows']}" if args.method == "minhash"
-              else f"SimHash k={args.hamming_distance}, {report['lsh']['tables']} tables")
+              else f"SimHash {args.simhash_bits} bits ({args.simhash_weighting} weights) k={args.hamming_distance}, "
+                   f"{report['lsh']['tables']} tables")
     print(f"corpus: {args.docs} documents (seed {args.seed}), threshold {args.threshold}, {layout}")
     print(f"pair precision {scores.precision:.6f}  recall {scores.recall:.6f}  F1 {scores.f1:.6f}  "
           f"(true {scores.true_pairs}, predicted {scores.predicted_pairs}, correct {scores.correct_pairs})")
@@ -104,7 +109,7 @@ def main(argv=None) -> dict:
     print("counts:", json.dumps(report["counts"]))
     print("stage seconds:", json.dumps(report["stage_seconds"]), f"pipeline wall {report['wall_seconds']} s")
     name = f"quality-{args.docs}.json" if args.method == "minhash" else \
-        f"quality-{args.docs}-simhash-k{args.hamming_distance}.json"
+        f"quality-{args.docs}-simhash{args.simhash_bits}-{args.simhash_weighting}-k{args.hamming_distance}.json"
     save(result, args.out, name)
     return result
 

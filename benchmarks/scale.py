@@ -22,8 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks import machine, save
-from benchmarks import sparklog
+from benchmarks import machine, save, sparklog
 from neardup_spark import corpus
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -32,6 +32,9 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
 def _add_shingle_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", choices=["minhash", "simhash"], help="match.method (default minhash)")
     p.add_argument("--hamming-distance", type=int, help="SimHash: duplicates within this many bits (default 3)")
+    p.add_argument("--simhash-bits", type=int, choices=[64, 128], help="SimHash fingerprint size (default 64)")
+    p.add_argument("--simhash-weighting", choices=["none", "tf"],
+                   help="SimHash: each distinct shingle counts once (none, default) or as often as it occurs (tf)")
     p.add_argument("--mode", choices=["jaccard", "containment"], help="match.mode (default jaccard)")
     p.add_argument("--containment-threshold", type=float, help="containment mode: |A n B| / |A| needed (default 0.8)")
     p.add_argument("--seed", type=int, help="MinHash seed (minhash.seed)")
@@ -177,6 +180,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "match.mode": get("mode"),
         "match.containment_threshold": get("containment_threshold"),
         "simhash.hamming_distance": get("hamming_distance"),
+        "simhash.bits": get("simhash_bits"),
+        "simhash.weighting": get("simhash_weighting"),
         "shingle.k": get("k"),
         "cluster.backend": get("backend"),
         "keeper.rules": get("keeper_rules"),

@@ -16,7 +16,8 @@ JACCARD = "jaccard"
 CONTAINMENT_A = "containment_a"
 CONTAINMENT_B = "containment_b"
 MATCH = "match"
-SIMHASH = "simhash"  # 64-bit SimHash fingerprint (match.method = "simhash")
+SIMHASH = "simhash"  # SimHash fingerprint, bits 0-63 (match.method = "simhash")
+SIMHASH_HI = "simhash_hi"  # bits 64-127 of a 128-bit SimHash
 STRIPPED = "stripped"  # boilerplate segments removed from a document
 CLUSTER_ID = "cluster_id"
 IS_KEEPER = "is_keeper"
@@ -36,5 +37,5 @@ MATCH_NEAR = "near"
 
 INTERNAL = frozenset(
     {DOC_ID, TEXT, IS_EMPTY, EXACT_HASH, EXACT_REP, SHINGLES, BUCKET, BANDS, NID,
-     "text_len", STRIPPED, SIMHASH, QUERIES, CLUSTER_ID, IS_KEEPER, KEEPER_ID, STATUS}
+     "text_len", STRIPPED, SIMHASH, SIMHASH_HI, QUERIES, CLUSTER_ID, IS_KEEPER, KEEPER_ID, STATUS}
 )

@@ -103,9 +103,11 @@ class MatchConfig:
 
 @dataclass(frozen=True)
 class SimHashConfig:
-    hamming_distance: int = 3  # pairs within this many bits of 64 are duplicates
+    hamming_distance: int = 3  # pairs within this many bits of the fingerprint are duplicates
     blocks: int = 0  # 0: hamming_distance + 1 (one table per block); more blocks, more tables, fewer checks
     verify_jaccard: bool = False  # also require exact Jaccard >= verify.threshold
+    bits: int = 64  # 64 or 128: 128 separates near from unrelated more sharply, at twice the bytes
+    weighting: str = "none"  # none: each distinct shingle counts once; tf: as often as it occurs
 
 
 @dataclass(frozen=True)
@@ -343,9 +345,12 @@ def validate(cfg: Config) -> None:
     _check(1.0 <= cfg.match.max_size_ratio <= 1024, f"match.max_size_ratio must be in [1, 1024]; got {cfg.match.max_size_ratio}")
     sh = cfg.simhash
     blocks = sh.blocks or sh.hamming_distance + 1
-    _check(0 <= sh.hamming_distance < 64, f"simhash.hamming_distance must be in [0, 63]; got {sh.hamming_distance}")
-    _check(sh.blocks == 0 or sh.hamming_distance < sh.blocks <= 64,
-           f"simhash.blocks must be 0 or in (hamming_distance, 64]; got {sh.blocks}")
+    _check(sh.bits in (64, 128), f"simhash.bits must be 64 or 128; got {sh.bits}")
+    _one_of(sh.weighting, ("none", "tf"), "simhash.weighting")
+    _check(0 <= sh.hamming_distance < sh.bits,
+           f"simhash.hamming_distance must be in [0, {sh.bits - 1}]; got {sh.hamming_distance}")
+    _check(sh.blocks == 0 or sh.hamming_distance < sh.blocks <= sh.bits,
+           f"simhash.blocks must be 0 or in (hamming_distance, {sh.bits}]; got {sh.blocks}")
     _check(math.comb(blocks, blocks - sh.hamming_distance) <= 1000,
            f"simhash layout needs {math.comb(blocks, blocks - sh.hamming_distance)} tables (> 1000); use fewer blocks")
     t = cfg.verify.threshold

@@ -117,12 +117,14 @@ def char_units(cps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.nda
     return cps.astype(_U64), offsets
 
 
-def shingle_hashes(units: np.ndarray, unit_offsets: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def shingle_hashes(units: np.ndarray, unit_offsets: np.ndarray, k: int, seed: int,
+                   with_counts: bool = False) -> tuple[np.ndarray, ...]:
     """Distinct 32-bit k-shingle values per text, sorted within each text.
 
     A text with fewer than k units (but at least one) gets one shingle made of
     all its units; a text with no units gets none. Returns (uint32 values,
-    int64 offsets of length n_texts+1).
+    int64 offsets of length n_texts+1), and with `with_counts` a third array:
+    how often each value occurs in its text (int32, aligned with values).
     """
     n_units = np.diff(unit_offsets)
     n_texts = n_units.size
@@ -154,26 +156,35 @@ def shingle_hashes(units: np.ndarray, unit_offsets: np.ndarray, k: int, seed: in
         parts_val.append(mix64(acc ^ width.astype(_U64)))
         parts_text.append(short)
     if not parts_val:
-        return np.zeros(0, dtype=np.uint32), np.zeros(n_texts + 1, dtype=np.int64)
+        empty = (np.zeros(0, dtype=np.uint32), np.zeros(n_texts + 1, dtype=np.int64))
+        return (*empty, np.zeros(0, dtype=np.int32)) if with_counts else empty
     values = np.concatenate(parts_val) >> _U64(32)
     text_of = np.concatenate(parts_text).astype(_U64)
     # Sets, not bags: sort (text, value) keys and drop repeats within a text.
     keyed = np.sort((text_of << _U64(32)) | values)
+    counts = None
     if keyed.size > 1:
         fresh = np.empty(keyed.size, dtype=bool)
         fresh[0] = True
         np.not_equal(keyed[1:], keyed[:-1], out=fresh[1:])
+        if with_counts:
+            first = np.flatnonzero(fresh)
+            counts = np.diff(np.append(first, keyed.size)).astype(np.int32)
         keyed = keyed[fresh]
     out_offsets = np.zeros(n_texts + 1, dtype=np.int64)
     np.cumsum(np.bincount((keyed >> _U64(32)).astype(np.int64), minlength=n_texts), out=out_offsets[1:])
-    return (keyed & _U64(0xFFFFFFFF)).astype(np.uint32), out_offsets
+    out = (keyed & _U64(0xFFFFFFFF)).astype(np.uint32), out_offsets
+    if not with_counts:
+        return out
+    return (*out, counts if counts is not None else np.ones(keyed.size, dtype=np.int32))
 
 
-def shingle_texts(texts: Sequence[str], unit: str, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Normalised texts -> (uint32 distinct shingle values, offsets)."""
+def shingle_texts(texts: Sequence[str], unit: str, k: int, seed: int,
+                  with_counts: bool = False) -> tuple[np.ndarray, ...]:
+    """Normalised texts -> (uint32 distinct shingle values, offsets[, counts]) (see `shingle_hashes`)."""
     cps, offsets = codepoints(texts)
     units, unit_offsets = (word_units if unit == "word" else char_units)(cps, offsets)
-    return shingle_hashes(units, unit_offsets, k, seed)
+    return shingle_hashes(units, unit_offsets, k, seed, with_counts)
 
 
 def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -76,13 +76,18 @@ def params_of(cfg: Config) -> dict:
 
 
 def check_params(manifest: dict, cfg: Config) -> None:
-    """An error naming every parameter that differs from the index's."""
-    want, have = manifest["params"], params_of(cfg)
+    """An error naming every parameter that differs from the index's.
+
+    A parameter the manifest does not record (an index written before that
+    parameter existed) counts as its default: the older version behaved so.
+    """
+    have, defaults = params_of(cfg), params_of(Config())
+    want = {s: {**defaults[s], **manifest["params"].get(s, {})} for s in PARAM_SECTIONS}
     diffs = [
-        f"{section}.{key}: index {want.get(section, {}).get(key)!r}, now {have[section].get(key)!r}"
+        f"{section}.{key}: index {want[section].get(key)!r}, now {have[section].get(key)!r}"
         for section in PARAM_SECTIONS
-        for key in sorted(set(want.get(section, {})) | set(have[section]))
-        if want.get(section, {}).get(key) != have[section].get(key)
+        for key in sorted(set(want[section]) | set(have[section]))
+        if want[section].get(key) != have[section].get(key)
     ]
     if diffs:
         raise IndexError_(

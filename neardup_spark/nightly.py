@@ -40,6 +40,7 @@ from pyspark.sql import functions as F
 
 from . import columns as C
 from . import index as ix
+from . import simhash
 from .candidates import bucket_limit, candidate_pairs
 from .components import connected_components
 from .config import Config, require_io_paths, to_dict
@@ -70,7 +71,7 @@ BROADCAST_ROWS = 5_000_000
 
 
 def _doc_columns(cfg: Config) -> list[str]:
-    prints = [C.SIMHASH] if cfg.match.method == "simhash" else []
+    prints = simhash.columns(cfg.simhash.bits) if cfg.match.method == "simhash" else []
     return [C.DOC_ID, ix.TEXT_DIGEST, C.EXACT_HASH, C.SHINGLES, *prints, TEXT_LEN, C.IS_EMPTY,
             *keeper_columns(cfg.keeper)]
 
@@ -330,7 +331,7 @@ def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFra
         counts["candidate_pairs"] = cands.count()
 
     with st.stage("verify"):
-        prints = [C.SIMHASH] if cfg.match.method == "simhash" else []
+        prints = simhash.columns(cfg.simhash.bits) if cfg.match.method == "simhash" else []
         arch_sets = arch_docs.select(F.col(C.DOC_ID).alias(_ADOC), C.SHINGLES, *prints).join(
             _maybe_broadcast(met, counts["archived_documents_met"]), _ADOC
         )

@@ -35,7 +35,6 @@ from .normalise import normalise_series, utf8_bytes
 from .params import LshParams, lsh_params
 
 SKETCH_TYPE = f"struct<{C.EXACT_HASH}:binary,{C.SHINGLES}:binary,{C.BANDS}:array<bigint>,{C.STRIPPED}:int>"
-SIMHASH_TYPE = SKETCH_TYPE[:-1] + f",{C.SIMHASH}:bigint>"
 CONTAINMENT_TYPE = SKETCH_TYPE[:-1] + f",{C.QUERIES}:array<bigint>>"
 _DIGEST_BYTES = 16
 
@@ -46,23 +45,34 @@ class SimHashLayout:
 
     distance: int
     blocks: int
+    bits: int = 64
+    weighting: str = "none"
 
     @classmethod
     def of(cls, cfg: Config) -> "SimHashLayout | None":
         if cfg.match.method != "simhash":
             return None
-        return cls(cfg.simhash.hamming_distance, cfg.simhash.blocks or cfg.simhash.hamming_distance + 1)
+        sh = cfg.simhash
+        return cls(sh.hamming_distance, sh.blocks or sh.hamming_distance + 1, sh.bits, sh.weighting)
+
+    @property
+    def columns(self) -> list[str]:
+        return simhash.columns(self.bits)
+
+    def spark_type(self) -> str:
+        return SKETCH_TYPE[:-1] + "".join(f",{c}:bigint" for c in self.columns) + ">"
 
     def as_dict(self) -> dict:
-        masks = simhash.table_masks(self.distance, self.blocks)
+        masks = simhash.table_masks(self.distance, self.blocks, self.bits)
         return {
             "method": "simhash",
             "key_bits": min(bin(m).count("1") for m in masks),
-            "bits": simhash.BITS,
+            "bits": self.bits,
+            "weighting": self.weighting,
             "hamming_distance": self.distance,
             "blocks": self.blocks,
-            "tables": len(simhash.table_masks(self.distance, self.blocks)),
-            "fingerprint_bytes": 8,
+            "tables": len(masks),
+            "fingerprint_bytes": self.bits // 8,
         }
 
 
@@ -115,13 +125,14 @@ def sketch_frame(
     hashes: list[bytes | None] = [None] * n
     shingles: list[bytes] = [b""] * n
     keys: list[np.ndarray] = [np.zeros(0, np.int64)] * n
-    prints = np.zeros(n, dtype=np.int64)
+    prints = np.zeros((n, sim.bits // 64 if sim else 1), dtype=np.int64)
     queries: list[np.ndarray] = [np.zeros(0, np.int64)] * n
     present = [i for i, t in enumerate(norm) if isinstance(t, str) and t]
     for lo in range(0, len(present), hashing.SUB_BATCH):
         rows_ = present[lo : lo + hashing.SUB_BATCH]
         chunk = [norm.iat[i] for i in rows_]
-        values, offsets = hashing.shingle_texts(chunk, unit, k, seed)
+        tf = sim is not None and sim.weighting == "tf"
+        values, offsets, *counts = hashing.shingle_texts(chunk, unit, k, seed, with_counts=tf)
         if classes:
             sig = hashing.minhash(values, offsets, a, b)
             band, query = containment.keys(sig, np.diff(offsets), classes, band_keys)
@@ -130,7 +141,7 @@ def sketch_frame(
         elif sim is None:
             band = band_keys(hashing.minhash(values, offsets, a, b), lsh.bands, lsh.rows)
         else:
-            fp = simhash.fingerprints(values, offsets, seed)
+            fp = simhash.fingerprints(values, offsets, seed, sim.bits, counts[0] if tf else None)
             prints[rows_] = fp
             band = simhash.table_keys(fp, sim.distance, sim.blocks)
         packed = values.astype("<u4", copy=False).tobytes()
@@ -140,7 +151,8 @@ def sketch_frame(
             keys[i] = band[j]
     out = {C.EXACT_HASH: hashes, C.SHINGLES: shingles, C.BANDS: keys, C.STRIPPED: stripped}
     if sim is not None:
-        out[C.SIMHASH] = prints
+        for w, col in enumerate(sim.columns):
+            out[col] = prints[:, w]
     if classes:
         out[C.QUERIES] = queries
     return pd.DataFrame(out, index=texts.index)
@@ -154,7 +166,7 @@ def sketch_column(text: Column, cfg: Config, lsh: LshParams | None = None, strip
     a, b = hashing.permutations(cfg.minhash.num_perm, seed)
     sim = SimHashLayout.of(cfg)
     classes = containment_classes(cfg)
-    kind = CONTAINMENT_TYPE if classes else (SKETCH_TYPE if sim is None else SIMHASH_TYPE)
+    kind = CONTAINMENT_TYPE if classes else (SKETCH_TYPE if sim is None else sim.spark_type())
 
     @pandas_udf(kind)
     def _sketch(texts: pd.Series) -> pd.DataFrame:
@@ -169,8 +181,9 @@ def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None, strip: St
     s = "_sketch"
     out = docs.withColumn(s, sketch_column(F.col(C.TEXT), cfg, lsh, strip)).drop(C.TEXT)
     extra = [F.col(f"{s}.{C.STRIPPED}").alias(C.STRIPPED)] if strip is not None else []
-    if cfg.match.method == "simhash":
-        extra.append(F.col(f"{s}.{C.SIMHASH}").alias(C.SIMHASH))
+    sim = SimHashLayout.of(cfg)
+    if sim is not None:
+        extra += [F.col(f"{s}.{col}").alias(col) for col in sim.columns]
     if cfg.match.mode == "containment":
         extra.append(F.col(f"{s}.{C.QUERIES}").alias(C.QUERIES))
     return out.select(

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 
 from . import columns as C
-from . import hashing
+from . import hashing, simhash
 from .config import Config
 
 
@@ -33,23 +33,24 @@ BROADCAST_CANDIDATES = 2_000_000
 
 
 def verify(candidates: DataFrame, cfg: Config, shingled: DataFrame, n_candidates: int | None = None) -> DataFrame:
-    """candidates(doc_a, doc_b) + shingled(_nid, shingles[, simhash]) ->
+    """candidates(doc_a, doc_b) + shingled(_nid, shingles[, simhash[, simhash_hi]]) ->
     (doc_a, doc_b, jaccard, containment_a, containment_b, match) with jaccard >= threshold
     (SimHash: within simhash.hamming_distance bits, and the Jaccard too if verify_jaccard).
 
     `n_candidates`, when known and small, lets the first join broadcast them."""
     intersection = pandas_udf(_intersection_series, "long")
     sim = cfg.match.method == "simhash"
+    words = simhash.columns(cfg.simhash.bits) if sim else []
     left_cols = [F.col(C.NID).alias(C.DOC_A), F.col(C.SHINGLES).alias("sa")]
     right_cols = [F.col(C.NID).alias(C.DOC_B), F.col(C.SHINGLES).alias("sb")]
-    if sim:
-        left_cols.append(F.col(C.SIMHASH).alias("fa"))
-        right_cols.append(F.col(C.SIMHASH).alias("fb"))
+    left_cols += [F.col(w).alias(f"fa{i}") for i, w in enumerate(words)]
+    right_cols += [F.col(w).alias(f"fb{i}") for i, w in enumerate(words)]
     left, right = shingled.select(*left_cols), shingled.select(*right_cols)
     small = n_candidates is not None and n_candidates <= BROADCAST_CANDIDATES
     joined = left.join(F.broadcast(candidates) if small else candidates, C.DOC_A).join(right, C.DOC_B)
     if sim:  # Hamming distance first: pairs beyond it need no set intersection
-        joined = joined.where(F.bit_count(F.col("fa").bitwiseXOR(F.col("fb"))) <= cfg.simhash.hamming_distance)
+        bits = [F.bit_count(F.col(f"fa{i}").bitwiseXOR(F.col(f"fb{i}"))) for i in range(len(words))]
+        joined = joined.where(sum(bits[1:], bits[0]) <= cfg.simhash.hamming_distance)
     sized = joined.select(
         C.DOC_A, C.DOC_B, intersection("sa", "sb").cast("double").alias("i"),
         set_size("sa").alias("na"), set_size("sb").alias("nb"),

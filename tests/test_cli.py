@@ -178,3 +178,10 @@ def test_run_with_plots_and_stripping_then_evaluate(spark, tmp_path, capsys):
     rc = cli.main(["evaluate", "--input", SAMPLE, "--format", "jsonl", "--labels-col", "nope",
                    "--clusters", str(out), "--shuffle-partitions", "4"])
     assert rc == 2 and "nope" in capsys.readouterr().err
+
+
+def test_simhash_options_reach_the_config():
+    args = cli._parser().parse_args(["run", "--input", "x", "--output", "y", "--method", "simhash",
+                                     "--hamming-distance", "10", "--simhash-bits", "128", "--simhash-weighting", "tf"])
+    sh = cli.config_from_args(args).simhash
+    assert (sh.hamming_distance, sh.bits, sh.weighting) == (10, 128, "tf")

@@ -42,6 +42,10 @@ def test_overrides_win_and_are_validated():
         ({"input": {"format": "csv"}}, "input.format must be one of"),
         ({"output": {"mode": "append"}}, "output.mode must be one of"),
         ({"minhash": {"num_perm": True}}, "must be an integer"),
+        ({"simhash": {"bits": 96}}, "simhash.bits must be 64 or 128"),
+        ({"simhash": {"weighting": "idf"}}, "simhash.weighting must be one of"),
+        ({"simhash": {"hamming_distance": 64}}, "simhash.hamming_distance must be in [0, 63]"),
+        ({"simhash": {"hamming_distance": 10, "bits": 128, "blocks": 30}}, "needs 30045015 tables"),
     ],
 )
 def test_bad_values_are_one_line_errors(data, message):

@@ -89,6 +89,26 @@ def test_batches_give_the_clusters_of_one_full_run(appended):
     assert len(joined) > 0 and reports[1]["counts"]["archived_clusters_touched"] > 0
 
 
+def test_simhash_128_batches_give_the_clusters_of_one_full_run(spark, batches):
+    # The index keeps both fingerprint words; appends check them against the archive's.
+    work, rows, paths = batches
+    sim = {"match.method": "simhash", "simhash.bits": 128, "simhash.hamming_distance": 9,
+           "simhash.weighting": "tf"}
+    index = str(work / "index-simhash")
+    nightly.build(spark, _cfg(**sim, **{"input.path": paths[0], "index.path": index}), output=str(work / "sb"))
+    for k in (1, 2):
+        run(spark, _cfg(**sim, **{"input.path": paths[k], "index.path": index, "index.append": True,
+                                  "output.path": str(work / f"sout{k}")}))
+    nightly.export(spark, index, str(work / "sexport"))
+    full = run(spark, _cfg(**sim, **{"input.path": str(cli.SAMPLE), "output.path": str(work / "sfull")}))
+    assert full["counts"]["verified_pairs"] > 100
+    exported = pd.read_parquet(work / "sexport" / "clusters")
+    assert _partition(exported) == _partition(pd.read_parquet(work / "sfull" / "clusters"))
+    with pytest.raises(IndexError_, match="simhash.bits"):
+        run(spark, _cfg(**{**sim, "simhash.bits": 64}, **{"input.path": paths[1], "index.path": index,
+                                                          "index.append": True, "output.path": str(work / "sbad")}))
+
+
 def test_rerunning_a_batch_changes_nothing_and_repeats_its_output(spark, appended):
     work, rows, index, reports, full = appended
     before = open_index(index).manifest
@@ -241,12 +261,15 @@ def test_replace_reclusters_without_the_old_text(spark, batches, tmp_path):
     assert (merged.keeper_id_inc == merged.keeper_id_full).all() and (merged.status_inc == merged.status_full).all()
 
 
-def test_an_index_missing_a_parameter_section_is_a_clear_error():
+def test_parameters_an_older_index_does_not_record_count_as_their_defaults():
     from neardup_spark.index import check_params, params_of
 
     cfg = Config()
     old = params_of(cfg)
     del old["match"]
-    with pytest.raises(IndexError_, match="match.method: index None"):
-        check_params({"params": old}, cfg)
-    check_params({"params": params_of(cfg)}, cfg)
+    del old["simhash"]["bits"]
+    check_params({"params": old}, cfg)  # an index from before these parameters existed
+    with pytest.raises(IndexError_, match="match.method: index 'minhash', now 'simhash'"):
+        check_params({"params": old}, cfg.with_overrides({"match.method": "simhash"}))
+    with pytest.raises(IndexError_, match="simhash.bits: index 64, now 128"):
+        check_params({"params": old}, cfg.with_overrides({"simhash.bits": 128}))

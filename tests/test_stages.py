@@ -5,9 +5,9 @@ import pytest
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
+from neardup_spark.banding import band_rows
 from neardup_spark.candidates import candidate_pairs
 from neardup_spark.config import Config
-from neardup_spark.banding import band_rows
 from neardup_spark.exact import exact_copies, exact_edges
 from neardup_spark.keepers import choose_keepers
 from neardup_spark.params import lsh_params
