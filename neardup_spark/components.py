@@ -10,15 +10,25 @@ so clusters are the same on every run and every partitioning.
   works on Spark Connect 4.x.
 * `graphframes`: GraphFrames' connectedComponents, imported lazily; needs the
   graphframes Python package and its JVM jar, and a checkpoint directory.
+
+Whatever the backend, a graph of at most `cluster.driver_max_edges` distinct
+edges (default 2M: 32 MB of ids) is collected and solved on the driver by
+`driver_components` (vectorised hooking and pointer jumping in numpy): an
+iterative Spark job spends seconds in scheduling alone, while the graphs of a
+nightly batch or a 1M-document archive are small. The labels are the same
+(the smallest id of each component).
 """
 
 from __future__ import annotations
 
 import inspect
 
+import numpy as np
+import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType
 
 from . import columns as C
 from .config import Config
@@ -36,9 +46,54 @@ def connected_components(edges: DataFrame, cfg: Config, stats: dict | None = Non
     # iterative algorithm that re-plans it every round builds plan strings large
     # enough to exhaust the driver heap (seen with GraphFrames).
     pairs = _materialise(pairs.distinct(), cfg.cluster.checkpoint, True)
+    limit = cfg.cluster.driver_max_edges
+    if limit and pairs.count() <= limit:  # the count also computes the checkpoint the backend reads
+        if stats is not None:
+            stats["components_rounds"] = 0
+            stats["components_on_driver"] = 1
+        return _on_driver(pairs)
     if cfg.cluster.backend == "graphframes":
         return _graphframes(pairs, cfg)
     return _star_contraction(pairs, cfg, stats if stats is not None else {})
+
+
+def driver_components(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Edges as two id arrays -> (every node, sorted; the smallest node of its component).
+
+    Nodes become their rank among all ids, so every parent pointer goes to a
+    smaller rank. Each round hooks the larger root of every edge whose ends
+    have different roots onto the smaller (the minimum wins when several
+    edges hook one root), then jumps pointers until every node points at a
+    root. Parents only decrease, so no cycle forms, and a root is the
+    smallest node of its tree; when no edge joins two roots, trees are
+    components.
+    """
+    nodes, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    a, b = inverse[: src.size], inverse[src.size :]
+    parent = np.arange(nodes.size)
+    while True:
+        ra, rb = parent[a], parent[b]
+        apart = ra != rb
+        if not apart.any():
+            break
+        lo, hi = np.minimum(ra[apart], rb[apart]), np.maximum(ra[apart], rb[apart])
+        np.minimum.at(parent, hi, lo)
+        while True:
+            jumped = parent[parent]
+            if np.array_equal(jumped, parent):
+                break
+            parent = jumped
+    return nodes, nodes[parent]
+
+
+def _on_driver(pairs: DataFrame) -> DataFrame:
+    """`driver_components` of a small edge frame, back as a (doc_id, cluster_id) frame."""
+    edges = pairs.toPandas()
+    nodes, labels = driver_components(edges[SRC].to_numpy(), edges[DST].to_numpy())
+    kind = pairs.schema[SRC].dataType
+    schema = StructType([StructField(C.DOC_ID, kind, False), StructField(C.CLUSTER_ID, kind, False)])
+    frame = pd.DataFrame({C.DOC_ID: nodes, C.CLUSTER_ID: labels})
+    return pairs.sparkSession.createDataFrame(frame, schema)
 
 
 def _both_ways(edges: DataFrame) -> DataFrame:

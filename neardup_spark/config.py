@@ -138,6 +138,10 @@ class ClusterConfig:
     max_iterations: int = 200
     checkpoint: str = "local"
     checkpoint_interval: int = 2
+    # Graphs of at most this many distinct edges are collected and solved on the driver
+    # (numpy, one job) whatever the backend: an iterative Spark job costs seconds in
+    # scheduling alone. 0: always the backend.
+    driver_max_edges: int = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -372,6 +376,8 @@ def validate(cfg: Config) -> None:
     _one_of(cfg.cluster.checkpoint, CHECKPOINT_MODES, "cluster.checkpoint")
     _check(cfg.cluster.max_iterations >= 1, "cluster.max_iterations must be >= 1")
     _check(cfg.cluster.checkpoint_interval >= 1, "cluster.checkpoint_interval must be >= 1")
+    _check(0 <= cfg.cluster.driver_max_edges <= 100_000_000,
+           f"cluster.driver_max_edges must be in [0, 100000000]; got {cfg.cluster.driver_max_edges}")
     _check(len(cfg.keeper.rules) >= 1, "keeper.rules must name at least one rule")
     for rule in cfg.keeper.rules:
         _one_of(rule, KEEPER_RULES, "keeper.rules entries")

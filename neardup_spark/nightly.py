@@ -332,9 +332,11 @@ def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFra
 
     with st.stage("verify"):
         prints = simhash.columns(cfg.simhash.bits) if cfg.match.method == "simhash" else []
-        arch_sets = arch_docs.select(F.col(C.DOC_ID).alias(_ADOC), C.SHINGLES, *prints).join(
+        # Cut here: verification reads the sets twice (both ends of a pair), and an uncut
+        # plan would scan every archived set (the index's largest column) twice.
+        arch_sets = _cut(arch_docs.select(F.col(C.DOC_ID).alias(_ADOC), C.SHINGLES, *prints).join(
             _maybe_broadcast(met, counts["archived_documents_met"]), _ADOC
-        )
+        ))
         shingled = table.select(C.NID, C.SHINGLES, *prints).unionByName(arch_sets.select(C.NID, C.SHINGLES, *prints))
         near = _cut(verify(cands, cfg, shingled, counts["candidate_pairs"]))
         counts["verified_pairs"] = near.count()

@@ -17,9 +17,12 @@ def union_find_labels(edges):
     return oracles.union_find_clusters({x for e in edges for x in e}, edges)
 
 
+SPARK_ONLY = {"cluster.driver_max_edges": 0}  # the backend, however small the graph
+
+
 def run(spark, edges, schema="doc_a long, doc_b long", **overrides):
     df = spark.createDataFrame(edges, schema)
-    out = connected_components(df, Config().with_overrides(overrides)).collect()
+    out = connected_components(df, Config().with_overrides({**SPARK_ONLY, **overrides})).collect()
     labels = {r[C.DOC_ID]: r[C.CLUSTER_ID] for r in out}
     assert len(labels) == len(out), "a node appears twice"
     return labels
@@ -35,11 +38,13 @@ def random_graph(seed):
     ]
 
 
-def test_twenty_random_graphs_match_union_find_and_networkx(spark):
+@pytest.mark.parametrize("where", ["spark", "driver"])
+def test_twenty_random_graphs_match_union_find_and_networkx(spark, where):
+    limit = {"cluster.driver_max_edges": 0 if where == "spark" else 1000}
     for seed in range(20):
         edges = random_graph(seed)
         want = union_find_labels(edges)
-        assert run(spark, edges) == want, f"graph seed {seed}"
+        assert run(spark, edges, **limit) == want, f"graph seed {seed}"
         g = nx.Graph(edges)
         assert sorted(sorted(c) for c in nx.connected_components(g)) == sorted(
             sorted(n for n, lab in want.items() if lab == root) for root in set(want.values())
@@ -56,9 +61,34 @@ def test_long_path_converges(spark):
     assert set(labels.values()) == {0} and len(labels) == n
 
 
-def test_string_ids(spark):
-    labels = run(spark, [("b", "c"), ("c", "d"), ("x", "y")], schema="doc_a string, doc_b string")
+@pytest.mark.parametrize("limit", [0, 10])
+def test_string_ids(spark, limit):
+    labels = run(spark, [("b", "c"), ("c", "d"), ("x", "y")], schema="doc_a string, doc_b string",
+                 **{"cluster.driver_max_edges": limit})
     assert labels == {"b": "b", "c": "b", "d": "b", "x": "x", "y": "x"}
+
+
+def test_driver_path_only_below_its_limit(spark):
+    edges = spark.createDataFrame([(i, i + 1) for i in range(50)], "doc_a long, doc_b long")
+    for limit, on_driver in ((50, True), (49, False)):
+        stats: dict = {}
+        got = connected_components(edges, Config().with_overrides({"cluster.driver_max_edges": limit}), stats)
+        assert {r[C.CLUSTER_ID] for r in got.collect()} == {0} and got.count() == 51
+        assert bool(stats.get("components_on_driver")) == on_driver
+
+
+def test_driver_components_on_scrambled_paths_and_random_graphs():
+    import numpy as np
+
+    from neardup_spark.components import driver_components
+
+    order = np.random.default_rng(1).permutation(100_000)
+    nodes, labels = driver_components(order[:-1], order[1:])
+    assert nodes.size == 100_000 and (labels == 0).all()
+    for seed in range(50):
+        edges = random_graph(seed)
+        nodes, labels = driver_components(np.array([a for a, _ in edges]), np.array([b for _, b in edges]))
+        assert dict(zip(nodes.tolist(), labels.tolist())) == union_find_labels(edges)
 
 
 def test_iteration_limit_is_an_error(spark):
