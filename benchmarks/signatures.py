@@ -12,7 +12,10 @@ On the seeded corpus (generated once under --work, as in benchmarks.scale):
   shingles + MinHash + band keys) on pandas batches, one core, no Spark.
 * `neardup UDF in Spark`: the same sketch as the pipeline runs it, a Pandas
   UDF over the cached text in Spark local[2]; wall time of a noop write,
-  docs/s divided by the 2 cores.
+  docs/s divided by the 2 cores, at each of --udf-docs (the first N
+  documents of the same corpus). A Spark job has fixed costs (~0.4 s here
+  for a UDF that does nothing over 25k documents), which weigh on a run of
+  1.5 s: the larger size shows the stage's throughput.
 * `datasketch`: `MinHash(num_perm=128).update_batch` with the shingling in
   Python, as its users write it. It runs in the peers venv
   (benchmarks/setup-peers.sh, which installs datasketch there), never in .venv;
@@ -106,7 +109,7 @@ def kernel(texts: list[str]) -> None:
         sketch_frame(batch, cfg.normalise, "word", K, cfg.minhash.seed, a, b, lsh)
 
 
-def spark_udf(path: Path, docs: int, master: str) -> dict:
+def spark_udf(path: Path, sizes: list[int], master: str) -> dict[int, dict]:
     from pyspark.sql import functions as F
 
     from neardup_spark.config import load_config
@@ -117,16 +120,20 @@ def spark_udf(path: Path, docs: int, master: str) -> dict:
     spark = build_session(cfg.spark)
     try:
         cores = spark.sparkContext.defaultParallelism
-        # limit() leaves one partition: spread the rows so every core works.
-        text = spark.read.parquet(str(path)).select("text").limit(docs).repartition(2 * cores).cache()
-        n = text.count()
-        partitions = text.rdd.getNumPartitions()
-        rates = []
-        for _ in range(2):
-            start = time.perf_counter()
-            text.select(sketch_column(F.col("text"), cfg).alias("s")).write.format("noop").mode("overwrite").save()
-            rates.append(n / (time.perf_counter() - start) / cores)
-        return {"docs_per_s_per_core": max(rates), "cores": cores, "partitions": partitions}
+        out = {}
+        for docs in sizes:
+            # limit() leaves one partition: spread the rows so every core works.
+            parts = 2 * cores * max(1, docs // 25_000)
+            text = spark.read.parquet(str(path)).select("text").limit(docs).repartition(parts).cache()
+            n = text.count()
+            rates = []
+            for _ in range(2):
+                start = time.perf_counter()
+                text.select(sketch_column(F.col("text"), cfg).alias("s")).write.format("noop").mode("overwrite").save()
+                rates.append(n / (time.perf_counter() - start) / cores)
+            text.unpersist()
+            out[n] = {"docs_per_s_per_core": max(rates), "cores": cores, "partitions": parts, "docs": n}
+        return out
     finally:
         spark.stop()
 
@@ -152,6 +159,8 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=25_000)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--udf-docs", type=int, nargs="+", default=[25_000, 100_000],
+                    help="documents for the in-Spark UDF rows (the first N of one corpus)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--peers-python", default=str(ROOT / ".venv-peers" / "bin" / "python"))
     ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "neardup-bench"))
@@ -159,18 +168,20 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     import pyarrow.parquet as pq
 
-    path = corpus_dir(Path(args.work), args.docs, args.seed)
+    corpus_docs = max(args.docs, *args.udf_docs)
+    path = corpus_dir(Path(args.work), corpus_docs, args.seed)
     texts = pq.read_table(path, columns=["text"]).column("text").to_pylist()[: args.docs]
     chars = float(np.mean([len(t) for t in texts]))
     rows = {
         "numpy reference (1 core)": {"docs_per_s_per_core": cpu_rate(numpy_reference, texts)},
         "neardup kernel (1 core, no Spark)": {"docs_per_s_per_core": cpu_rate(kernel, texts)},
-        f"neardup Pandas UDF in Spark {args.master}": spark_udf(path, args.docs, args.master),
-        "datasketch 128 perm (1 core)": datasketch(texts, args.peers_python),
     }
+    for n, row in spark_udf(path, sorted(args.udf_docs), args.master).items():
+        rows[f"neardup Pandas UDF, Spark {args.master}, {n // 1000}k"] = row
+    rows["datasketch 128 perm (1 core)"] = datasketch(texts, args.peers_python)
     ref = rows["numpy reference (1 core)"]["docs_per_s_per_core"]
     ds = (rows["datasketch 128 perm (1 core)"] or {}).get("docs_per_s_per_core")
-    print(f"corpus: {args.docs} docs, mean {chars:.0f} chars")
+    print(f"corpus: the first {args.docs} of {corpus_docs} docs (seed {args.seed}), mean {chars:.0f} chars")
     print(f"{'implementation':<42} {'docs/s/core':>12} {'vs numpy ref':>13} {'vs datasketch':>14}")
     for name, row in rows.items():
         if row is None:
@@ -180,7 +191,8 @@ def main(argv=None) -> dict:
         vs_ds = f"{rate / ds:.1f}x" if ds else "-"
         print(f"{name:<42} {rate:>12,.0f} {rate / ref:>12.2f}x {vs_ds:>14}")
     result = {
-        "benchmark": "signatures", "docs": args.docs, "mean_chars": round(chars),
+        "benchmark": "signatures", "docs": args.docs, "corpus_docs": corpus_docs, "udf_docs": args.udf_docs,
+        "mean_chars": round(chars),
         "machine": machine(),
         "rows": rows,
     }

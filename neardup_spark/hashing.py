@@ -158,25 +158,29 @@ def shingle_hashes(units: np.ndarray, unit_offsets: np.ndarray, k: int, seed: in
     if not parts_val:
         empty = (np.zeros(0, dtype=np.uint32), np.zeros(n_texts + 1, dtype=np.int64))
         return (*empty, np.zeros(0, dtype=np.int32)) if with_counts else empty
-    values = np.concatenate(parts_val) >> _U64(32)
-    text_of = np.concatenate(parts_text).astype(_U64)
-    # Sets, not bags: sort (text, value) keys and drop repeats within a text.
-    keyed = np.sort((text_of << _U64(32)) | values)
-    counts = None
-    if keyed.size > 1:
-        fresh = np.empty(keyed.size, dtype=bool)
-        fresh[0] = True
-        np.not_equal(keyed[1:], keyed[:-1], out=fresh[1:])
-        if with_counts:
-            first = np.flatnonzero(fresh)
-            counts = np.diff(np.append(first, keyed.size)).astype(np.int32)
-        keyed = keyed[fresh]
+    values = (np.concatenate(parts_val) >> _U64(32)).astype(np.uint32)
+    text_of = np.concatenate(parts_text)
+    if len(parts_val) > 1:  # windows come in text order; a short text's one shingle joins them
+        order = np.argsort(text_of, kind="stable")
+        values, text_of = values[order], text_of[order]
+    # Sets, not bags: sort each text's values on its own, then drop repeats.
+    # Many small uint32 sorts ran ~15x faster here than one sort of 64-bit
+    # (text, value) keys over the batch, which was the kernel's largest cost.
+    per_text = np.bincount(text_of, minlength=n_texts)
+    bounds = np.zeros(n_texts + 1, dtype=np.int64)
+    np.cumsum(per_text, out=bounds[1:])
+    for lo, hi in zip(bounds[:-1][per_text > 1].tolist(), bounds[1:][per_text > 1].tolist()):
+        values[lo:hi].sort()
+    fresh = np.ones(values.size, dtype=bool)
+    np.not_equal(values[1:], values[:-1], out=fresh[1:])
+    fresh[bounds[:-1][per_text > 0]] = True  # a text's first value is new whatever precedes it
+    kept = np.flatnonzero(fresh)
     out_offsets = np.zeros(n_texts + 1, dtype=np.int64)
-    np.cumsum(np.bincount((keyed >> _U64(32)).astype(np.int64), minlength=n_texts), out=out_offsets[1:])
-    out = (keyed & _U64(0xFFFFFFFF)).astype(np.uint32), out_offsets
+    np.cumsum(np.bincount(text_of[kept], minlength=n_texts), out=out_offsets[1:])
+    out = values[kept], out_offsets
     if not with_counts:
         return out
-    return (*out, counts if counts is not None else np.ones(keyed.size, dtype=np.int32))
+    return (*out, np.diff(np.append(kept, values.size)).astype(np.int32))
 
 
 def shingle_texts(texts: Sequence[str], unit: str, k: int, seed: int,

@@ -33,3 +33,16 @@ def test_whitespace_and_case_copies_normalise_identically():
     a = "One wire story,\narrives  from SIX sites."
     b = "one wire story, arrives from six sites."
     assert normalise_text(a) == normalise_text(b)
+
+
+def test_every_whitespace_character_is_a_separator():
+    # Collapsing runs of " " after translate equals split/join only if no other whitespace survives it.
+    import sys
+
+    from neardup_spark.normalise import _separator_table
+
+    table = _separator_table()
+    spaces = [cp for cp in range(sys.maxunicode + 1) if chr(cp).isspace()]
+    assert spaces and all(cp in table for cp in spaces)
+    text = "".join(chr(cp) + "x" + chr(cp) * 2 for cp in spaces)
+    assert normalise_text(" \t" + text + "\n") == " ".join(["x"] * len(spaces))
