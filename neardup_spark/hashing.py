@@ -233,12 +233,16 @@ def unpack_set(blob: bytes) -> np.ndarray:
 def intersection_sizes(left: Sequence[bytes], right: Sequence[bytes]) -> np.ndarray:
     """|A n B| for each pair of stored shingle sets (int64).
 
-    A per-pair `intersect1d` on sets already sorted and distinct measured
-    faster here (~10 us a pair at 370 shingles) than the batch-wide
-    searchsorted or sort-merge alternatives, which pay for 64-bit keys.
+    Each set is distinct, so the size of the intersection is the number of
+    equal neighbours in the sorted concatenation of the two. Concatenating
+    the bytes and sorting the ~740 uint32 in place (a vectorised small sort)
+    measured 5.5 us a pair here at 380 shingles, against 9.5 us for
+    `np.intersect1d` (its bookkeeping calls cost more than the work) and
+    far more for one batch-wide sort of 64-bit (pair, value) keys.
     """
-    return np.fromiter(
-        (np.intersect1d(unpack_set(a), unpack_set(b), assume_unique=True).size for a, b in zip(left, right)),
-        dtype=np.int64,
-        count=len(left),
-    )
+    out = np.empty(len(left), dtype=np.int64)
+    for i, (a, b) in enumerate(zip(left, right)):
+        joined = np.frombuffer(a + b, dtype="<u4").copy()
+        joined.sort()
+        out[i] = np.count_nonzero(joined[1:] == joined[:-1])
+    return out

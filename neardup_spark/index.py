@@ -214,23 +214,55 @@ def new_part_name(version: int) -> str:
 
 def write_part(part_dir: str, docs: DataFrame | None, bands: DataFrame | None, assign: DataFrame,
                outputs: dict[str, DataFrame] | None = None, boilerplate: DataFrame | None = None,
-               removed: DataFrame | None = None) -> None:
+               removed: DataFrame | None = None, parallel: bool = False) -> None:
     """One complete part directory (written before any manifest names it). A removal part
-    (replaced documents) has `removed` and `assign` only."""
+    (replaced documents) has `removed` and `assign` only. With `parallel` (a nightly
+    batch's small tables), the tables are written by concurrent jobs."""
+    writes = []
     if docs is not None:
-        docs.write.mode("errorifexists").parquet(f"{part_dir}/docs")
+        writes.append(lambda: docs.write.mode("errorifexists").parquet(f"{part_dir}/docs"))
     if bands is not None:
         ranged = bands.withColumn(BUCKET_RANGE, F.shiftrightunsigned(F.col(C.BUCKET), 60).cast("int"))
-        ranged.repartition(BUCKET_RANGE).sortWithinPartitions(C.BUCKET).write.mode("errorifexists").partitionBy(
-            BUCKET_RANGE
-        ).parquet(f"{part_dir}/bands")
+        writes.append(lambda: ranged.repartition(BUCKET_RANGE).sortWithinPartitions(C.BUCKET).write.mode(
+            "errorifexists").partitionBy(BUCKET_RANGE).parquet(f"{part_dir}/bands"))
     if removed is not None:
-        removed.select(C.DOC_ID).write.mode("errorifexists").parquet(f"{part_dir}/removed")
-    assign.select(*ASSIGN_COLUMNS).write.mode("errorifexists").parquet(f"{part_dir}/assign")
+        writes.append(lambda: removed.select(C.DOC_ID).write.mode("errorifexists").parquet(f"{part_dir}/removed"))
+    writes.append(lambda: assign.select(*ASSIGN_COLUMNS).write.mode("errorifexists").parquet(f"{part_dir}/assign"))
     for name, frame in (outputs or {}).items():
-        frame.write.mode("errorifexists").parquet(f"{part_dir}/output/{name}")
+        writes.append(lambda name=name, frame=frame: frame.write.mode("errorifexists").parquet(
+            f"{part_dir}/output/{name}"))
     if boilerplate is not None:
-        boilerplate.coalesce(1).write.mode("errorifexists").parquet(f"{part_dir}/boilerplate")
+        writes.append(lambda: boilerplate.coalesce(1).write.mode("errorifexists").parquet(f"{part_dir}/boilerplate"))
+    run_all(writes, parallel)
+
+
+def run_all(tasks: list, parallel: bool = True) -> None:
+    """Call every task; with `parallel`, each in its own thread (Spark runs their jobs
+    at once: small jobs wait on scheduling more than on work). The first error is raised
+    after all have finished."""
+    if not parallel or len(tasks) < 2:
+        for task in tasks:
+            task()
+        return
+    from pyspark import InheritableThread  # keeps the job description (the stage name)
+
+    errors: list[BaseException] = []
+
+    def guarded(task):
+        def go():
+            try:
+                task()
+            except BaseException as exc:  # re-raised below, in the caller's thread
+                errors.append(exc)
+        return go
+
+    threads = [InheritableThread(target=guarded(task)) for task in tasks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 def commit(root: str, manifest: dict, expected_version: int) -> None:

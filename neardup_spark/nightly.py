@@ -82,6 +82,12 @@ def _cut(df: DataFrame) -> DataFrame:
     return df.localCheckpoint(eager=True)
 
 
+def _cut_count(df: DataFrame) -> tuple[DataFrame, int]:
+    """`_cut` and the row count in one job: the count computes the lazily checkpointed rows."""
+    cut = df.localCheckpoint(eager=False)
+    return cut, cut.count()
+
+
 def _maybe_broadcast(df: DataFrame, rows: int) -> DataFrame:
     return F.broadcast(df) if rows <= BROADCAST_ROWS else df
 
@@ -183,8 +189,11 @@ def append(spark: SparkSession, cfg: Config) -> dict:
 def _copy_output(spark, part_dir: str, cfg: Config) -> None:
     """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/)."""
     out = cfg.output.path.rstrip("/")
-    for name in ("clusters", "pairs"):
-        spark.read.parquet(f"{part_dir}/output/{name}").write.mode(cfg.output.mode).parquet(f"{out}/{name}")
+    ix.run_all([
+        lambda name=name: spark.read.parquet(f"{part_dir}/output/{name}").write.mode(cfg.output.mode).parquet(
+            f"{out}/{name}")
+        for name in ("clusters", "pairs")
+    ])
 
 
 def _replay(spark, cfg: Config, idx: ix.Index, part: str, fingerprint: str, counts: dict, start: float) -> dict:
@@ -301,17 +310,15 @@ def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFra
         hashes = reps.select(C.NID, C.EXACT_HASH)
         in_archive = arch_docs.where(~F.col(C.IS_EMPTY)).select(F.col(C.DOC_ID).alias(_ADOC), C.EXACT_HASH)
         # Each batch representative with an archived copy points at the smallest archived id of that text.
-        exact_arch = _cut(
+        exact_arch, counts["exact_archive_matches"] = _cut_count(
             in_archive.join(_maybe_broadcast(hashes, counts["new_documents"]), C.EXACT_HASH)
             .groupBy(C.NID).agg(F.min(_ADOC).alias(_ADOC))
         )
-        counts["exact_archive_matches"] = exact_arch.count()
 
     with st.stage("band_candidates"):
-        banded = _cut(
+        banded, n_band_rows = _cut_count(
             reps.join(exact_arch.select(C.NID), C.NID, "left_anti").select(C.NID, F.explode(C.BANDS).alias(C.BUCKET))
         )
-        n_band_rows = banded.count()
         within = candidate_pairs(banded, cfg, st.keep)
         hits = idx.bands(spark).withColumnRenamed(C.DOC_ID, _ADOC).join(
             _maybe_broadcast(banded, n_band_rows), C.BUCKET
@@ -322,13 +329,11 @@ def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFra
         against = _cut(against.select(C.NID, _ADOC).distinct())
         # Archived documents met by this batch get negative internal ids for the batch's graph.
         met = against.select(_ADOC).unionByName(exact_arch.select(_ADOC)).distinct()
-        met = _cut(met.withColumn(C.NID, -1 - F.monotonically_increasing_id()))
-        counts["archived_documents_met"] = met.count()
+        met, counts["archived_documents_met"] = _cut_count(met.withColumn(C.NID, -1 - F.monotonically_increasing_id()))
         across = against.join(met.select(_ADOC, F.col(C.NID).alias(C.DOC_A)), _ADOC).select(
             C.DOC_A, F.col(C.NID).alias(C.DOC_B)
         )
-        cands = _cut(within.unionByName(across))
-        counts["candidate_pairs"] = cands.count()
+        cands, counts["candidate_pairs"] = _cut_count(within.unionByName(across))
 
     with st.stage("verify"):
         prints = simhash.columns(cfg.simhash.bits) if cfg.match.method == "simhash" else []
@@ -338,8 +343,7 @@ def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFra
             _maybe_broadcast(met, counts["archived_documents_met"]), _ADOC
         ))
         shingled = table.select(C.NID, C.SHINGLES, *prints).unionByName(arch_sets.select(C.NID, C.SHINGLES, *prints))
-        near = _cut(verify(cands, cfg, shingled, counts["candidate_pairs"]))
-        counts["verified_pairs"] = near.count()
+        near, counts["verified_pairs"] = _cut_count(verify(cands, cfg, shingled, counts["candidate_pairs"]))
         to_archive = exact_arch.join(met.select(_ADOC, F.col(C.NID).alias("_anid")), _ADOC).select(
             F.col("_anid").alias(C.EXACT_REP), C.NID
         )
@@ -351,8 +355,7 @@ def _archived_members(spark, idx: ix.Index, met: DataFrame, st: _Stages, counts:
     """(current assignment of the met archived docs, every current member of their clusters)."""
     current = idx.assignments_of(spark, met.select(F.col(_ADOC).alias(C.DOC_ID)))
     met_assign = _cut(met.join(current.withColumnRenamed(C.DOC_ID, _ADOC), _ADOC))
-    touched = _cut(met_assign.select(C.CLUSTER_ID).distinct())
-    counts["archived_clusters_touched"] = touched.count()
+    touched, counts["archived_clusters_touched"] = _cut_count(met_assign.select(C.CLUSTER_ID).distinct())
     members = _cut(idx.members_of(spark, touched))
     return met_assign, touched, members
 
@@ -445,7 +448,7 @@ def _write(spark, cfg: Config, idx: ix.Index, fingerprint: str, found: dict, st:
     with st.stage("write"):
         new_bands = found["banded"].join(table.select(C.NID, C.DOC_ID), C.NID).select(C.BUCKET, C.DOC_ID)
         ix.write_part(part_dir, table.select(*_doc_columns(cfg)), new_bands, assigned,
-                      outputs={"clusters": clusters, "pairs": pairs})
+                      outputs={"clusters": clusters, "pairs": pairs}, parallel=True)
         _kill_point("before_manifest")
         manifest = ix.next_manifest(idx.manifest, cfg, part, fingerprint, counts["new_documents"] - counts["replaced"])
         ix.commit(root, manifest, expected_version=version)
