@@ -112,3 +112,9 @@ def test_graphframes_gives_identical_clusters(spark, has_graphframes):
     for seed in range(5):
         edges = random_graph(100 + seed)
         assert run(spark, edges, **{"cluster.backend": "graphframes"}) == run(spark, edges)
+
+
+@pytest.mark.parametrize("limit", [0, 10])
+def test_a_graph_without_edges_has_no_components(spark, limit):
+    assert run(spark, [], **{"cluster.driver_max_edges": limit}) == {}
+    assert run(spark, [(4, 4)], **{"cluster.driver_max_edges": limit}) == {}  # self-loops are dropped
