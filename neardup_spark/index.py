@@ -44,6 +44,7 @@ from . import __version__
 from . import columns as C
 from .config import Config, to_dict
 from .errors import NeardupError
+from .parallel import run_all
 from .params import lsh_params
 from .write import is_local_path, local_path
 
@@ -234,35 +235,6 @@ def write_part(part_dir: str, docs: DataFrame | None, bands: DataFrame | None, a
     if boilerplate is not None:
         writes.append(lambda: boilerplate.coalesce(1).write.mode("errorifexists").parquet(f"{part_dir}/boilerplate"))
     run_all(writes, parallel)
-
-
-def run_all(tasks: list, parallel: bool = True) -> None:
-    """Call every task; with `parallel`, each in its own thread (Spark runs their jobs
-    at once: small jobs wait on scheduling more than on work). The first error is raised
-    after all have finished."""
-    if not parallel or len(tasks) < 2:
-        for task in tasks:
-            task()
-        return
-    from pyspark import InheritableThread  # keeps the job description (the stage name)
-
-    errors: list[BaseException] = []
-
-    def guarded(task):
-        def go():
-            try:
-                task()
-            except BaseException as exc:  # re-raised below, in the caller's thread
-                errors.append(exc)
-        return go
-
-    threads = [InheritableThread(target=guarded(task)) for task in tasks]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
 
 
 def commit(root: str, manifest: dict, expected_version: int) -> None:

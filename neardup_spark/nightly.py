@@ -47,6 +47,7 @@ from .config import Config, require_io_paths, to_dict
 from .errors import InputError
 from .exact import exact_copies, exact_edges
 from .keepers import TEXT_LEN, keeper_columns, rule_keys, status_column
+from .parallel import run_all
 from .params import lsh_params
 from .pipeline import (
     CLUSTER_COLUMNS,
@@ -189,7 +190,7 @@ def append(spark: SparkSession, cfg: Config) -> dict:
 def _copy_output(spark, part_dir: str, cfg: Config) -> None:
     """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/)."""
     out = cfg.output.path.rstrip("/")
-    ix.run_all([
+    run_all([
         lambda name=name: spark.read.parquet(f"{part_dir}/output/{name}").write.mode(cfg.output.mode).parquet(
             f"{out}/{name}")
         for name in ("clusters", "pairs")

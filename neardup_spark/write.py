@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from . import columns as C
 from .config import Config
 from .errors import NeardupError
+from .parallel import run_all
 from .read import CORRUPT
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,14 +74,13 @@ def _local(path: str) -> str:
 
 
 def write_tables(result: "DedupResult", cfg: Config) -> None:
-    """Write the Parquet tables under cfg.output.path (boilerplate/ when stripping ran)."""
+    """Write the Parquet tables under cfg.output.path (boilerplate/ when stripping ran), by concurrent jobs."""
     out = cfg.output.path.rstrip("/")
     mode = cfg.output.mode
-    result.clusters.write.mode(mode).parquet(f"{out}/clusters")
-    result.pairs.write.mode(mode).parquet(f"{out}/pairs")
-    result.deduplicated.write.mode(mode).parquet(f"{out}/deduplicated")
+    tables = {"clusters": result.clusters, "pairs": result.pairs, "deduplicated": result.deduplicated}
     if result.boilerplate is not None:
-        result.boilerplate.coalesce(1).write.mode(mode).parquet(f"{out}/boilerplate")
+        tables["boilerplate"] = result.boilerplate.coalesce(1)
+    run_all([lambda name=name, df=df: df.write.mode(mode).parquet(f"{out}/{name}") for name, df in tables.items()])
 
 
 def is_local_path(path: str) -> bool:

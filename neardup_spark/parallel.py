@@ -1,0 +1,37 @@
+"""Independent Spark actions run at once.
+
+Small jobs spend more time waiting on scheduling than working, and several
+writes of one stage need nothing from each other: each gets its own thread,
+so Spark runs their jobs side by side.
+"""
+
+from __future__ import annotations
+
+
+def run_all(tasks: list, parallel: bool = True) -> None:
+    """Call every task; with `parallel`, each in its own thread (Spark runs their jobs
+    at once: small jobs wait on scheduling more than on work). The first error is raised
+    after all have finished."""
+    if not parallel or len(tasks) < 2:
+        for task in tasks:
+            task()
+        return
+    from pyspark import InheritableThread  # keeps the job description (the stage name)
+
+    errors: list[BaseException] = []
+
+    def guarded(task):
+        def go():
+            try:
+                task()
+            except BaseException as exc:  # re-raised below, in the caller's thread
+                errors.append(exc)
+        return go
+
+    threads = [InheritableThread(target=guarded(task)) for task in tasks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
