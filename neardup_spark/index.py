@@ -46,7 +46,7 @@ from .config import Config, to_dict
 from .errors import NeardupError
 from .parallel import run_all
 from .params import lsh_params
-from .write import is_local_path, local_path
+from .write import is_local_path, local_path, parquet_writes
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -219,21 +219,20 @@ def write_part(part_dir: str, docs: DataFrame | None, bands: DataFrame | None, a
     """One complete part directory (written before any manifest names it). A removal part
     (replaced documents) has `removed` and `assign` only. With `parallel` (a nightly
     batch's small tables), the tables are written by concurrent jobs."""
-    writes = []
+    tables: dict[str, DataFrame] = {}
     if docs is not None:
-        writes.append(lambda: docs.write.mode("errorifexists").parquet(f"{part_dir}/docs"))
+        tables["docs"] = docs
+    if removed is not None:
+        tables["removed"] = removed.select(C.DOC_ID)
+    tables["assign"] = assign.select(*ASSIGN_COLUMNS)
+    tables.update({f"output/{name}": frame for name, frame in (outputs or {}).items()})
+    if boilerplate is not None:
+        tables["boilerplate"] = boilerplate.coalesce(1)
+    writes = parquet_writes(tables, part_dir, "errorifexists")
     if bands is not None:
         ranged = bands.withColumn(BUCKET_RANGE, F.shiftrightunsigned(F.col(C.BUCKET), 60).cast("int"))
-        writes.append(lambda: ranged.repartition(BUCKET_RANGE).sortWithinPartitions(C.BUCKET).write.mode(
-            "errorifexists").partitionBy(BUCKET_RANGE).parquet(f"{part_dir}/bands"))
-    if removed is not None:
-        writes.append(lambda: removed.select(C.DOC_ID).write.mode("errorifexists").parquet(f"{part_dir}/removed"))
-    writes.append(lambda: assign.select(*ASSIGN_COLUMNS).write.mode("errorifexists").parquet(f"{part_dir}/assign"))
-    for name, frame in (outputs or {}).items():
-        writes.append(lambda name=name, frame=frame: frame.write.mode("errorifexists").parquet(
-            f"{part_dir}/output/{name}"))
-    if boilerplate is not None:
-        writes.append(lambda: boilerplate.coalesce(1).write.mode("errorifexists").parquet(f"{part_dir}/boilerplate"))
+        ranged = ranged.repartition(BUCKET_RANGE).sortWithinPartitions(C.BUCKET)
+        writes.append(lambda: ranged.write.mode("errorifexists").partitionBy(BUCKET_RANGE).parquet(f"{part_dir}/bands"))
     run_all(writes, parallel)
 
 

@@ -60,7 +60,7 @@ from .pipeline import (
 from .read import read_input
 from .sketch import Stripping
 from .verify import verify
-from .write import check_output_free, write_report
+from .write import check_output_free, parquet_writes, write_report
 
 _ADOC = "_adoc"  # an archived document's id
 _CNODE = "_cnode"  # an archived cluster's node in the batch graph (negative)
@@ -189,12 +189,8 @@ def append(spark: SparkSession, cfg: Config) -> dict:
 
 def _copy_output(spark, part_dir: str, cfg: Config) -> None:
     """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/)."""
-    out = cfg.output.path.rstrip("/")
-    run_all([
-        lambda name=name: spark.read.parquet(f"{part_dir}/output/{name}").write.mode(cfg.output.mode).parquet(
-            f"{out}/{name}")
-        for name in ("clusters", "pairs")
-    ])
+    stored = {name: spark.read.parquet(f"{part_dir}/output/{name}") for name in ("clusters", "pairs")}
+    run_all(parquet_writes(stored, cfg.output.path.rstrip("/"), cfg.output.mode))
 
 
 def _replay(spark, cfg: Config, idx: ix.Index, part: str, fingerprint: str, counts: dict, start: float) -> dict:

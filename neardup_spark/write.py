@@ -73,14 +73,17 @@ def _local(path: str) -> str:
     return path[len("file:") :] if path.startswith("file:") else path
 
 
+def parquet_writes(tables: dict[str, DataFrame], root: str, mode: str) -> list:
+    """One task per table: write it as Parquet to root/name (run them with `run_all`)."""
+    return [lambda name=name, df=df: df.write.mode(mode).parquet(f"{root}/{name}") for name, df in tables.items()]
+
+
 def write_tables(result: "DedupResult", cfg: Config) -> None:
     """Write the Parquet tables under cfg.output.path (boilerplate/ when stripping ran), by concurrent jobs."""
-    out = cfg.output.path.rstrip("/")
-    mode = cfg.output.mode
     tables = {"clusters": result.clusters, "pairs": result.pairs, "deduplicated": result.deduplicated}
     if result.boilerplate is not None:
         tables["boilerplate"] = result.boilerplate.coalesce(1)
-    run_all([lambda name=name, df=df: df.write.mode(mode).parquet(f"{out}/{name}") for name, df in tables.items()])
+    run_all(parquet_writes(tables, cfg.output.path.rstrip("/"), cfg.output.mode))
 
 
 def is_local_path(path: str) -> bool:
