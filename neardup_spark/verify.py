@@ -38,7 +38,9 @@ def verify(candidates: DataFrame, cfg: Config, shingled: DataFrame, n_candidates
     (SimHash: within simhash.hamming_distance bits, and the Jaccard too if verify_jaccard).
 
     `n_candidates`, when known and small, lets the first join broadcast them."""
-    intersection = pandas_udf(_intersection_series, "long")
+    # Nondeterministic only to the optimiser: it would otherwise push the
+    # Jaccard filter below the projection and run the UDF twice per pair.
+    intersection = pandas_udf(_intersection_series, "long").asNondeterministic()
     sim = cfg.match.method == "simhash"
     words = simhash.columns(cfg.simhash.bits) if sim else []
     left_cols = [F.col(C.NID).alias(C.DOC_A), F.col(C.SHINGLES).alias("sa")]

@@ -83,6 +83,17 @@ def test_verify_exact_jaccard_and_containment(spark, n_candidates):
     assert got[(1, 4)][C.JACCARD] == pytest.approx(3 / 5)
 
 
+
+@pytest.mark.parametrize("mode", ["jaccard", "containment"])
+def test_verify_runs_the_intersection_udf_once_per_pair(spark, mode):
+    # The optimiser once pushed the threshold filter below the projection and
+    # evaluated the UDF in both places: twice the Python work, two workers a task.
+    shingled = spark.createDataFrame([(1, _packed([1, 2])), (2, _packed([2, 3]))], "_nid long, shingles binary")
+    cands = spark.createDataFrame([(1, 2)], "doc_a long, doc_b long")
+    out = verify(cands, cfg(**{"match.mode": mode}), shingled, 1)
+    plan = out._jdf.queryExecution().optimizedPlan().toString()
+    assert plan.count("ArrowEvalPython") == 1, plan
+
 def _index(spark):
     # doc 1..4 in one cluster, 5 alone, 6 empty. Internal ids run backwards
     # (_nid = 100 - doc_id) so the smallest _nid is never the smallest doc_id.
