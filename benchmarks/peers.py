@@ -48,7 +48,13 @@ from pathlib import Path
 import pandas as pd
 
 from benchmarks import save
-from benchmarks.scale import ROOT, corpus_dir, run_once
+from benchmarks.scale import (
+    ROOT,
+    corpus_dir,
+    describe_class_archive,
+    ensure_class_archive,
+    run_once,
+)
 from neardup_spark.evaluate import pair_scores
 
 RESULTS = Path(__file__).parent / "results"
@@ -304,6 +310,11 @@ def main(argv=None) -> dict:
                       f"(git blob {td['script_git_blob']})", file=sys.stderr)
 
     started_versions = versions(peers_python)
+    archive = {}
+    if "neardup" in tools:
+        work.mkdir(parents=True, exist_ok=True)
+        archive = ensure_class_archive(args.master, work)
+        print(describe_class_archive(archive), flush=True)
     runs = []
     header = (f"{'docs':>7} {'tool':<10} {'process s':>10} {'x neardup':>9} {'pairs':>8} "
               f"{'clusters':>8} {'precision':>9} {'recall':>8}  status")
@@ -338,7 +349,7 @@ def main(argv=None) -> dict:
     result = {
         "benchmark": "peers", "seed": args.seed, "master": args.master,
         "shuffle_partitions": args.shuffle_partitions, "driver_memory": DRIVER_MEMORY,
-        "timeout_seconds": args.timeout, "machine": machine_info(), "versions": started_versions,
+        "timeout_seconds": args.timeout, "machine": machine_info(), "versions": started_versions, **archive,
         "settings": {
             "neardup": "conf/local.toml, defaults: word 5-shingles, num_perm 128, threshold 0.3 (exact Jaccard "
                        "verification); scored on clusters/",

@@ -219,19 +219,23 @@ def _cmd_params(args: argparse.Namespace) -> int:
     return 0
 
 
-def _in_session(cfg: Config, work):
-    """work(spark) in the active session, or in one built from cfg.spark and stopped after."""
-    from pyspark.sql import SparkSession
+def _in_session(cfg: Config, work, preload: str = ""):
+    """work(spark) in the active session, or in one built from cfg.spark and stopped after.
 
-    from .session import build_session
+    `preload` (a module) is imported while the JVM starts: the pipeline's
+    imports (pandas, pyarrow) then cost no wall time."""
+    import importlib
+    import threading
 
-    existing = SparkSession.getActiveSession()
-    spark = build_session(cfg.spark)
-    try:
+    from .session import owned_session
+
+    loader = threading.Thread(target=importlib.import_module, args=(preload,), daemon=True) if preload else None
+    if loader is not None:
+        loader.start()
+    with owned_session(cfg.spark) as spark:
+        if loader is not None:
+            loader.join()
         return work(spark)
-    finally:
-        if existing is None:  # ours to stop; a notebook's or test's session is not
-            spark.stop()
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -242,9 +246,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from .figures import check_can_plot
 
         check_can_plot(cfg.output.path)  # before the JVM starts
-    from .pipeline import run
+    def work(spark):
+        from .pipeline import run
 
-    report = _in_session(cfg, lambda spark: run(spark, cfg))
+        return run(spark, cfg)
+
+    report = _in_session(cfg, work, preload="neardup_spark.pipeline")
     if args.quiet:
         print(cfg.output.path)
     else:

@@ -180,6 +180,9 @@ class SparkConfig:
     app_name: str = "neardup-spark"
     shuffle_partitions: int = 0  # 0 leaves Spark's setting alone
     conf: Mapping[str, str] = field(default_factory=dict)
+    # Local mode, JVM started by neardup: keep a class-data archive of the
+    # driver JVM (see session.class_archive). Saves ~4 s a run here.
+    class_cache: bool = True
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,17 @@ Local-mode defaults are sized for one laptop, since Spark's own defaults
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import shutil
 import sys
 import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
 
 from pyspark.sql import SparkSession
 
@@ -28,22 +36,38 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ or "DATABRICKS_RUNTIME_VERSION" in os.environ
 
 
-def build_session(spark_cfg: SparkConfig, checkpoint_dir: str | None = None) -> SparkSession:
-    """A session as cfg.spark asks; local[*] when no master is named and none is given to us.
+def _master(spark_cfg: SparkConfig) -> str:
+    return spark_cfg.master or ("" if under_spark_submit() else "local[*]")
 
-    Executors' Python is pinned to this interpreter (PYSPARK_PYTHON) unless the
-    user set it, so Pandas UDFs find numpy and pandas.
-    """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(spark_cfg.app_name)
-    master = spark_cfg.master or ("" if under_spark_submit() else "local[*]")
-    if master:
-        builder = builder.master(master)
+
+def session_settings(spark_cfg: SparkConfig, java_options: str = "") -> tuple[str, dict[str, str]]:
+    """(master, the settings a new session gets): local-mode defaults, then cfg.spark's,
+    with `java_options` added to the driver JVM's own."""
+    master = _master(spark_cfg)
     settings = dict(LOCAL_DEFAULTS) if master.startswith("local") else {}
     if spark_cfg.shuffle_partitions:
         settings["spark.sql.shuffle.partitions"] = str(spark_cfg.shuffle_partitions)
     settings.update(spark_cfg.conf)
+    if java_options:
+        own = settings.get(DRIVER_JAVA_OPTIONS, "")
+        settings[DRIVER_JAVA_OPTIONS] = f"{own} {java_options}".strip()
+    return master, settings
+
+
+def build_session(spark_cfg: SparkConfig, checkpoint_dir: str | None = None,
+                  java_options: str = "") -> SparkSession:
+    """A session as cfg.spark asks; local[*] when no master is named and none is given to us.
+
+    Executors' Python is pinned to this interpreter (PYSPARK_PYTHON) unless the
+    user set it, so Pandas UDFs find numpy and pandas. `java_options` are
+    added to the driver JVM's options (they matter only if this starts the JVM).
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(spark_cfg.app_name)
+    master, settings = session_settings(spark_cfg, java_options)
+    if master:
+        builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -55,3 +79,150 @@ def build_session(spark_cfg: SparkConfig, checkpoint_dir: str | None = None) -> 
         # be shared storage, so only local mode gets a temporary directory.
         spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="neardup-ckpt-"))
     return spark
+
+
+@contextmanager
+def owned_session(spark_cfg: SparkConfig) -> Iterator[SparkSession]:
+    """The active session (a notebook's, a test's, spark-submit's), or one
+    built for this command and stopped after it. A local JVM started here
+    uses the class-data archive of `class_archive`; the first such run makes
+    it and waits for its JVM to write it."""
+    existing = SparkSession.getActiveSession()
+    archive = None if existing is not None else class_archive(spark_cfg)
+    if archive is not None and archive.making is not None:
+        print(f"neardup: this run also writes a class-data archive of the JVM (once: later runs "
+              f"start faster; ~20 s more now): {archive.path}", file=sys.stderr)
+    spark = build_session(spark_cfg, java_options=archive.java_options if archive else "")
+    interrupted = False
+    try:
+        yield spark
+    except BaseException as exc:
+        interrupted = not isinstance(exc, Exception)  # Ctrl-C: stop, but do not wait for the archive
+        raise
+    finally:
+        if existing is None:  # ours to stop; a notebook's or test's session is not
+            spark.stop()
+            if archive is not None and archive.making is not None and not interrupted:
+                archive.finish()
+
+
+# --- Class-data sharing for the driver JVM -----------------------------------
+#
+# A local run starts a fresh JVM, which loads and verifies ~15,000 Spark
+# classes from jars: seconds of every short run (session start, then the
+# first use of each operator). Java 13+ can dump the classes a run loaded
+# into an archive (-XX:ArchiveClassesAtExit) and map it at the next start
+# (-XX:SharedArchiveFile), skipping both. The archive (~190 MB) is keyed by
+# the Spark installation and the Java runtime; a JVM that finds it does not
+# match ignores it. Logging of CDS is switched off so a mismatch prints nothing.
+
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+@dataclass(frozen=True)
+class ClassArchive:
+    path: Path  # the archive a JVM maps
+    making: Path | None  # where this run's JVM writes it at exit (renamed to `path` once written)
+
+    @property
+    def java_options(self) -> str:
+        if self.making is not None:
+            return f"-XX:ArchiveClassesAtExit={self.making} {_QUIET}"
+        return f"-XX:SharedArchiveFile={self.path} {_QUIET}"
+
+    def finish(self, timeout: float = 120.0) -> None:
+        """End the stopped session's JVM (it writes the archive as it exits) and
+        publish the archive under its final name. Best effort: on any failure
+        the next run makes it again."""
+        from pyspark import SparkContext
+
+        gateway = SparkContext._gateway
+        proc = getattr(gateway, "proc", None)
+        try:
+            if proc is not None:
+                gateway.shutdown()
+                proc.stdin.close()  # the gateway JVM exits when its stdin closes
+                proc.wait(timeout=timeout)
+                SparkContext._gateway = SparkContext._jvm = None
+            if proc is not None and self.making.exists() and self.making.stat().st_size > 0:
+                os.replace(self.making, self.path)
+        except Exception:  # noqa: BLE001 - a cache, never a reason to fail a run
+            pass
+        finally:
+            self.making.unlink(missing_ok=True)
+
+
+def class_archive(spark_cfg: SparkConfig) -> ClassArchive | None:
+    """The class-data archive for a JVM this process is about to start in
+    local mode, or None: not local, not ours to start, switched off
+    (`spark.class_cache`), driver JVM options set outside our config, Java
+    older than 13 or of unknown version, or no writable cache directory."""
+    from pyspark import SparkContext
+
+    if not spark_cfg.class_cache or not _master(spark_cfg).startswith("local") or under_spark_submit():
+        return None
+    if SparkContext._gateway is not None or _defaults_set_java_options():
+        return None
+    java = _java_release()
+    if java is None:
+        return None
+    home = Path(os.environ.get("NEARDUP_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "neardup-spark")
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    if not os.access(home, os.W_OK):
+        return None
+    import pyspark
+
+    key = hashlib.sha256("\0".join([pyspark.__version__, _spark_home(), *java]).encode()).hexdigest()[:16]
+    path = home / f"spark-{pyspark.__version__}-{key}.jsa"
+    if path.exists():
+        return ClassArchive(path, None)
+    _drop_stale_parts(home)
+    return ClassArchive(path, home / f"{path.name}.{os.getpid()}.part")
+
+
+def _drop_stale_parts(home: Path, age_seconds: float = 86_400) -> None:
+    """Archives left half-made by runs that were interrupted a day ago or more."""
+    now = time.time()
+    for part in home.glob("*.part"):
+        try:
+            if now - part.stat().st_mtime > age_seconds:
+                part.unlink()
+        except OSError:
+            pass
+
+
+def _spark_home() -> str:
+    import pyspark
+
+    return os.path.realpath(os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__))
+
+
+def _java_release() -> tuple[str, str] | None:
+    """(the java binary's real path, the runtime's release file) when it is Java 13+."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return None
+    java = os.path.realpath(java)
+    try:
+        release = (Path(java).parent.parent / "release").read_text(errors="replace")
+    except OSError:
+        return None
+    found = re.search(r'^JAVA_VERSION="(\d+)', release, re.M)
+    if not found or int(found.group(1)) < 13:
+        return None
+    return java, release
+
+
+def _defaults_set_java_options() -> bool:
+    """True when spark-defaults.conf sets the driver's JVM options (ours would replace them)."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or os.path.join(_spark_home(), "conf")
+    try:
+        text = Path(conf_dir, "spark-defaults.conf").read_text(errors="replace")
+    except OSError:
+        return False
+    return any(line.split() and line.split()[0] == DRIVER_JAVA_OPTIONS for line in text.splitlines())

@@ -1,0 +1,113 @@
+"""Building sessions: settings, and the driver JVM's class-data archive."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark import SparkContext
+
+from neardup_spark import cli, session
+from neardup_spark.config import SparkConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_java_options_are_added_to_the_users_own():
+    cfg = SparkConfig(master="local[2]", shuffle_partitions=3,
+                      conf={"spark.driver.extraJavaOptions": "-Dmine=1", "spark.ui.enabled": "true"})
+    master, settings = session.session_settings(cfg, "-Xfoo")
+    assert master == "local[2]"
+    assert settings["spark.driver.extraJavaOptions"] == "-Dmine=1 -Xfoo"
+    assert settings["spark.ui.enabled"] == "true"  # the user's setting beats the local default
+    assert settings["spark.sql.shuffle.partitions"] == "3"
+    _, plain = session.session_settings(SparkConfig(master="local[2]"))
+    assert "spark.driver.extraJavaOptions" not in plain
+
+
+@pytest.fixture
+def fake_java(tmp_path, monkeypatch):
+    """A JAVA_HOME whose release file says what version it is; no JVM running in this process."""
+
+    def make(version: str) -> Path:
+        home = tmp_path / f"jdk-{version}"
+        (home / "bin").mkdir(parents=True)
+        (home / "bin" / "java").write_text("")
+        (home / "release").write_text(f'IMPLEMENTOR="Test"\nJAVA_VERSION="{version}"\n')
+        monkeypatch.setenv("JAVA_HOME", str(home))
+        return home
+
+    monkeypatch.setattr(SparkContext, "_gateway", None)
+    monkeypatch.setenv("NEARDUP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
+    for var in ("PYSPARK_GATEWAY_PORT", "DATABRICKS_RUNTIME_VERSION"):
+        monkeypatch.delenv(var, raising=False)
+    return make
+
+
+def test_class_archive_is_made_once_then_used(fake_java, tmp_path):
+    fake_java("17.0.15")
+    local = SparkConfig(master="local[2]")
+    first = session.class_archive(local)
+    assert first.making is not None and not first.path.exists()
+    assert f"-XX:ArchiveClassesAtExit={first.making}" in first.java_options
+    assert first.path.parent == tmp_path / "cache"
+    first.path.write_bytes(b"archive")
+    second = session.class_archive(local)
+    assert second.path == first.path and second.making is None
+    assert f"-XX:SharedArchiveFile={first.path}" in second.java_options
+    fake_java("21.0.1")  # another runtime: another archive
+    assert session.class_archive(local).path != first.path
+
+
+@pytest.mark.parametrize("case", ["switched off", "cluster", "spark-submit", "java 11", "defaults set options",
+                                  "jvm running"])
+def test_no_class_archive_where_it_cannot_apply(fake_java, tmp_path, monkeypatch, case):
+    fake_java("11.0.2" if case == "java 11" else "17.0.15")
+    cfg = SparkConfig(master="local[2]", class_cache=case != "switched off")
+    if case == "cluster":
+        cfg = SparkConfig(master="spark://host:7077")
+    if case == "spark-submit":
+        monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")
+    if case == "defaults set options":
+        (tmp_path / "conf").mkdir()
+        (tmp_path / "conf" / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions  -Dx=1\n")
+    if case == "jvm running":
+        monkeypatch.setattr(SparkContext, "_gateway", object())
+    assert session.class_archive(cfg) is None
+
+
+def test_stale_half_made_archives_are_removed(fake_java, tmp_path):
+    fake_java("17.0.15")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    old, fresh = cache / "a.jsa.1.part", cache / "b.jsa.2.part"
+    old.write_bytes(b"x")
+    fresh.write_bytes(b"x")
+    os.utime(old, (0, 0))
+    session.class_archive(SparkConfig(master="local[2]"))
+    assert not old.exists() and fresh.exists()
+
+
+@pytest.mark.skipif(session._java_release() is None, reason="needs Java 13+ with a release file")
+def test_cli_makes_the_archive_then_uses_it(tmp_path):
+    # Two real `neardup run` processes, each starting its own JVM: the first
+    # writes the archive as its JVM exits, the second maps it. Same results.
+    env = {**os.environ, "NEARDUP_CACHE_DIR": str(tmp_path / "cache"), "PYSPARK_PYTHON": sys.executable}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    reports = []
+    for run in ("first", "second"):
+        out = tmp_path / run
+        proc = subprocess.run(
+            [sys.executable, "-m", "neardup_spark.cli", "run", "--input", str(cli.SAMPLE), "--format", "jsonl",
+             "--output", str(out), "--master", "local[2]", "--shuffle-partitions", "4", "--quiet"],
+            env=env, capture_output=True, text=True, timeout=600, cwd=ROOT,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert ("class-data archive" in proc.stderr) == (run == "first")
+        reports.append(json.loads((out / "report.json").read_text())["counts"])
+        made = list((tmp_path / "cache").iterdir())
+        assert len(made) == 1 and made[0].suffix == ".jsa" and made[0].stat().st_size > 1_000_000
+    assert reports[0] == reports[1]
