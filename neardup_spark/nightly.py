@@ -316,7 +316,7 @@ def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFra
         banded, n_band_rows = _cut_count(
             reps.join(exact_arch.select(C.NID), C.NID, "left_anti").select(C.NID, F.explode(C.BANDS).alias(C.BUCKET))
         )
-        within = candidate_pairs(banded, cfg, st.keep)
+        within = candidate_pairs(banded, cfg)
         hits = idx.bands(spark).withColumnRenamed(C.DOC_ID, _ADOC).join(
             _maybe_broadcast(banded, n_band_rows), C.BUCKET
         )

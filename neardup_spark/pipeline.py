@@ -206,7 +206,7 @@ def verified(raw: DataFrame, cfg: Config, st: _Stages | None = None, digest: boo
         if cfg.match.mode == "containment":
             cands = st.keep(containment.candidates(table, copies, cfg))
         else:
-            cands = st.keep(candidate_pairs(band_rows(table, copies, counts["exact_duplicates"]), cfg, st.keep))
+            cands = st.keep(candidate_pairs(band_rows(table, copies, counts["exact_duplicates"]), cfg))
         counts["candidate_pairs"] = cands.count()
 
     with st.stage("verify"):

@@ -164,3 +164,49 @@ def test_spread_repartitions_only_too_few_partitions(spark):
     many = spark.range(100, numPartitions=5)
     assert spread(many, cfg(**{"input.min_partitions": 3})).rdd.getNumPartitions() == 5
     assert spread(one, cfg()).rdd.getNumPartitions() == spark.sparkContext.defaultParallelism
+
+
+def _brute_pairs(rows, limit):
+    members = {}
+    for nid, bucket in rows:
+        members.setdefault(bucket, []).append(nid)
+    out = set()
+    for ids in members.values():
+        ids = sorted(ids)
+        if len(ids) > limit:
+            out |= {(ids[0], d) for d in ids[1:] if d != ids[0]}
+        else:
+            out |= {(a, b) for i, a in enumerate(ids) for b in ids[i + 1:] if a < b}
+    return out
+
+
+@pytest.mark.parametrize("batch", [7, 1 << 20])  # chunked output, one chunk
+def test_bucket_pairs_against_brute_force(monkeypatch, batch):
+    from neardup_spark import candidates
+
+    monkeypatch.setattr(candidates, "_BATCH_PAIRS", batch)
+    rng = np.random.default_rng(3)
+    for limit in (2, 4, 16):
+        # bucket sizes from 1 to 40, random ids (some negative), an id twice in one bucket
+        sizes = rng.integers(1, 40, size=60)
+        bucket = np.repeat(rng.integers(-2**62, 2**62, size=len(sizes)), sizes)
+        nid = rng.integers(-1000, 1000, size=len(bucket))
+        nid[1] = nid[0]
+        perm = rng.permutation(len(nid))
+        nid, bucket = nid[perm], bucket[perm]
+        got = [(int(a), int(b)) for xa, xb in candidates.bucket_pairs(nid, bucket, limit) for a, b in zip(xa, xb)]
+        assert set(got) == _brute_pairs(zip(nid.tolist(), bucket.tolist()), limit)
+        assert all(a < b for a, b in got)
+    assert list(candidates.bucket_pairs(np.array([5]), np.array([1]), 4)) == []
+
+
+def test_huge_bucket_all_pairs_in_chunks(monkeypatch):
+    # SimHash has no bucket limit: a bucket bigger than one output batch is paired row by row.
+    from neardup_spark import candidates
+
+    monkeypatch.setattr(candidates, "_BATCH_PAIRS", 10)
+    nid = np.arange(30, 0, -1)
+    chunks = list(candidates.bucket_pairs(nid, np.zeros(30, dtype=np.int64), 2**62))
+    got = {(int(a), int(b)) for xa, xb in chunks for a, b in zip(xa, xb)}
+    assert got == {(a, b) for a in range(1, 31) for b in range(a + 1, 31)}
+    assert max(len(a) for a, _ in chunks) <= 29
