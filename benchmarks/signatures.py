@@ -8,10 +8,10 @@ On the seeded corpus (generated once under --work, as in benchmarks.scale):
   the package: str.lower/split per document, token hashes, 5-word shingles
   combined by slices, 128 affine 32-bit permutations in a loop over a
   cache-sized batch, `np.minimum.reduceat`. One core, text in memory.
-* `neardup kernel`: the package's `sketch_frame` (normalise + digest +
-  shingles + MinHash + band keys) on pandas batches, one core, no Spark.
-* `neardup UDF in Spark`: the same sketch as the pipeline runs it, a Pandas
-  UDF over the cached text in Spark local[2]; wall time of a noop write,
+* `neardup kernel`: the package's `sketch_arrays` (normalise + digest +
+  shingles + MinHash + band keys) on Arrow batches of 10k, one core, no Spark.
+* `neardup UDF in Spark`: the same sketch as the pipeline runs it (`sketch`,
+  an Arrow UDF, `mapInArrow`) over the cached text in Spark local[2]; wall time of a noop write,
   docs/s divided by the 2 cores, at each of --udf-docs (the first N
   documents of the same corpus). A Spark job has fixed costs (~0.4 s here
   for a UDF that does nothing over 25k documents), which weigh on a run of
@@ -94,27 +94,25 @@ def cpu_rate(fn, texts, repeats: int = 2) -> float:
 
 
 def kernel(texts: list[str]) -> None:
-    import pandas as pd
+    import pyarrow as pa
 
     from neardup_spark import hashing
     from neardup_spark.config import Config
     from neardup_spark.params import lsh_params
-    from neardup_spark.sketch import sketch_frame
+    from neardup_spark.sketch import sketch_arrays
 
     cfg = Config()
     a, b = hashing.permutations(cfg.minhash.num_perm, cfg.minhash.seed)
     lsh = lsh_params(cfg)
-    for lo in range(0, len(texts), 10_000):  # Arrow batches of 10k, as the UDF sees them
-        batch = pd.Series(texts[lo : lo + 10_000], dtype=object)
-        sketch_frame(batch, cfg.normalise, "word", K, cfg.minhash.seed, a, b, lsh)
+    for lo in range(0, len(texts), 10_000):  # Arrow batches of 10k UTF-8 bytes, as the worker sees them
+        batch = pa.array([t.encode("utf-8") for t in texts[lo : lo + 10_000]], pa.binary())
+        sketch_arrays(batch, cfg.normalise, "word", K, cfg.minhash.seed, a, b, lsh)
 
 
 def spark_udf(path: Path, sizes: list[int], master: str) -> dict[int, dict]:
-    from pyspark.sql import functions as F
-
     from neardup_spark.config import load_config
     from neardup_spark.session import build_session
-    from neardup_spark.sketch import sketch_column
+    from neardup_spark.sketch import sketch
 
     cfg = load_config(ROOT / "conf" / "local.toml", overrides={"spark.master": master})
     spark = build_session(cfg.spark)
@@ -129,7 +127,7 @@ def spark_udf(path: Path, sizes: list[int], master: str) -> dict[int, dict]:
             rates = []
             for _ in range(2):
                 start = time.perf_counter()
-                text.select(sketch_column(F.col("text"), cfg).alias("s")).write.format("noop").mode("overwrite").save()
+                sketch(text, cfg).write.format("noop").mode("overwrite").save()
                 rates.append(n / (time.perf_counter() - start) / cores)
             text.unpersist()
             out[n] = {"docs_per_s_per_core": max(rates), "cores": cores, "partitions": parts, "docs": n}
@@ -177,7 +175,7 @@ def main(argv=None) -> dict:
         "neardup kernel (1 core, no Spark)": {"docs_per_s_per_core": cpu_rate(kernel, texts)},
     }
     for n, row in spark_udf(path, sorted(args.udf_docs), args.master).items():
-        rows[f"neardup Pandas UDF, Spark {args.master}, {n // 1000}k"] = row
+        rows[f"neardup Arrow UDF, Spark {args.master}, {n // 1000}k"] = row
     rows["datasketch 128 perm (1 core)"] = datasketch(texts, args.peers_python)
     ref = rows["numpy reference (1 core)"]["docs_per_s_per_core"]
     ds = (rows["datasketch 128 perm (1 core)"] or {}).get("docs_per_s_per_core")

@@ -1,6 +1,6 @@
 """Stages 2-6 in one pass: text -> exact digest, shingle set and LSH band keys.
 
-One Pandas UDF reads each Arrow batch of raw text once and runs, in numpy,
+One Arrow pass (`mapInArrow`) reads each batch of raw text once and runs, in numpy,
 what used to be four Spark stages: normalise (see `normalise`), hash the
 normalised text for the exact pass, shingle it, MinHash the shingles and
 hash each band of the signature into a 64-bit bucket key. Only the results
@@ -23,9 +23,19 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import Column, DataFrame
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.functions import pandas_udf
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StructField,
+    StructType,
+)
 
 from . import columns as C
 from . import containment, hashing, simhash
@@ -34,8 +44,6 @@ from .config import Config, NormaliseConfig
 from .normalise import normalise_series, utf8_bytes
 from .params import LshParams, lsh_params
 
-SKETCH_TYPE = f"struct<{C.EXACT_HASH}:binary,{C.SHINGLES}:binary,{C.BANDS}:array<bigint>,{C.STRIPPED}:int>"
-CONTAINMENT_TYPE = SKETCH_TYPE[:-1] + f",{C.QUERIES}:array<bigint>>"
 _DIGEST_BYTES = 16
 
 
@@ -58,9 +66,6 @@ class SimHashLayout:
     @property
     def columns(self) -> list[str]:
         return simhash.columns(self.bits)
-
-    def spark_type(self) -> str:
-        return SKETCH_TYPE[:-1] + "".join(f",{c}:bigint" for c in self.columns) + ">"
 
     def as_dict(self) -> dict:
         masks = simhash.table_masks(self.distance, self.blocks, self.bits)
@@ -111,86 +116,158 @@ def digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=_DIGEST_BYTES).digest()
 
 
-def sketch_frame(
-    texts: pd.Series, opts: NormaliseConfig, unit: str, k: int, seed: int, a: np.ndarray, b: np.ndarray, lsh: LshParams,
+def _texts(arr: pa.Array) -> pd.Series:
+    """Arrow text (string or binary) -> a Series of str, or of bytes when some are not
+    UTF-8 (`normalise_series` then decodes them, invalid bytes becoming U+FFFD); nulls stay None."""
+    if pa.types.is_binary(arr.type):
+        try:
+            arr = arr.cast(pa.string())  # validates UTF-8 in C, one pass
+        except pa.ArrowInvalid:
+            pass
+    return pd.Series(arr.to_pylist(), dtype=object)
+
+
+def _binary(lengths: np.ndarray, data: np.ndarray) -> pa.Array:
+    """len(lengths) binary values cut in order from the bytes of `data`, without copying them."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] >= 2**31:  # pragma: no cover - callers cut batches well below this
+        raise ValueError("shingle sets of one Arrow batch exceed 2 GiB")
+    return pa.Array.from_buffers(pa.binary(), len(lengths), [None, pa.py_buffer(offsets.astype(np.int32)),
+                                                            pa.py_buffer(data)])
+
+
+def _lists(lengths: np.ndarray, parts: list[np.ndarray]) -> pa.Array:
+    """len(lengths) lists of int64 cut in order from the rows of `parts` ([m, width] arrays)."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    values = np.concatenate([p.ravel() for p in parts]) if parts else np.zeros(0, np.int64)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values.astype(np.int64, copy=False)))
+
+
+def sketch_arrays(
+    texts: pa.Array, opts: NormaliseConfig, unit: str, k: int, seed: int, a: np.ndarray, b: np.ndarray, lsh: LshParams,
     strip: Stripping | None = None, sim: SimHashLayout | None = None, classes: list | None = None,
-) -> pd.DataFrame:
-    """Raw texts -> DataFrame(exact_hash, shingles, bands, stripped); empty texts get a null
-    hash and no shingles or bands. With `strip`, boilerplate segments go before anything else."""
+) -> dict[str, pa.Array]:
+    """Raw texts (Arrow string or binary) -> Arrow columns exact_hash, shingles, bands, stripped
+    [, simhash words][, queries]. Empty texts get a null hash, no shingles and no bands.
+    With `strip`, boilerplate segments go before anything else."""
+    raw = _texts(texts)
     if strip is None:
-        norm, stripped = normalise_series(texts, opts), np.zeros(len(texts), dtype=np.int32)
+        norm, stripped = normalise_series(raw, opts), np.zeros(len(raw), dtype=np.int32)
     else:
-        norm, stripped = strip_normalised(texts, opts, strip.unit, strip.keys)
-    n = len(norm)
+        norm, stripped = strip_normalised(raw, opts, strip.unit, strip.keys)
+    normed = norm.tolist()
+    n = len(normed)
     hashes: list[bytes | None] = [None] * n
-    shingles: list[bytes] = [b""] * n
-    keys: list[np.ndarray] = [np.zeros(0, np.int64)] * n
+    sizes, n_keys, n_queries = (np.zeros(n, dtype=np.int64) for _ in range(3))
+    packs, keys, queries = [], [], []
     prints = np.zeros((n, sim.bits // 64 if sim else 1), dtype=np.int64)
-    queries: list[np.ndarray] = [np.zeros(0, np.int64)] * n
-    present = [i for i, t in enumerate(norm) if isinstance(t, str) and t]
+    tf = sim is not None and sim.weighting == "tf"
+    present = [i for i, t in enumerate(normed) if isinstance(t, str) and t]
     for lo in range(0, len(present), hashing.SUB_BATCH):
         rows_ = present[lo : lo + hashing.SUB_BATCH]
-        chunk = [norm.iat[i] for i in rows_]
-        tf = sim is not None and sim.weighting == "tf"
+        chunk = [normed[i] for i in rows_]
         values, offsets, *counts = hashing.shingle_texts(chunk, unit, k, seed, with_counts=tf)
         if classes:
-            sig = hashing.minhash(values, offsets, a, b)
-            band, query = containment.keys(sig, np.diff(offsets), classes, band_keys)
-            for j, i in enumerate(rows_):
-                queries[i] = query[j]
+            band, query = containment.keys(hashing.minhash(values, offsets, a, b), np.diff(offsets), classes, band_keys)
+            queries.append(query)
+            n_queries[rows_] = query.shape[1]
         elif sim is None:
             band = band_keys(hashing.minhash(values, offsets, a, b), lsh.bands, lsh.rows)
         else:
             fp = simhash.fingerprints(values, offsets, seed, sim.bits, counts[0] if tf else None)
             prints[rows_] = fp
             band = simhash.table_keys(fp, sim.distance, sim.blocks)
-        packed = values.astype("<u4", copy=False).tobytes()
+        packs.append(values.astype("<u4", copy=False))
+        keys.append(band)
+        sizes[rows_] = np.diff(offsets)
+        n_keys[rows_] = band.shape[1]
         for j, i in enumerate(rows_):
             hashes[i] = digest(chunk[j])
-            shingles[i] = packed[4 * offsets[j] : 4 * offsets[j + 1]]
-            keys[i] = band[j]
-    out = {C.EXACT_HASH: hashes, C.SHINGLES: shingles, C.BANDS: keys, C.STRIPPED: stripped}
+    shingles = np.concatenate(packs) if packs else np.zeros(0, dtype="<u4")
+    out = {
+        C.EXACT_HASH: pa.array(hashes, pa.binary()),
+        C.SHINGLES: _binary(4 * sizes, shingles),
+        C.BANDS: _lists(n_keys, keys),
+        C.STRIPPED: pa.array(stripped, pa.int32()),
+    }
     if sim is not None:
         for w, col in enumerate(sim.columns):
-            out[col] = prints[:, w]
+            out[col] = pa.array(prints[:, w])
     if classes:
-        out[C.QUERIES] = queries
-    return pd.DataFrame(out, index=texts.index)
+        out[C.QUERIES] = _lists(n_queries, queries)
+    return out
 
 
+def sketch_frame(texts: pd.Series, *args, **kwargs) -> pd.DataFrame:
+    """`sketch_arrays` on a pandas Series of str (or UTF-8 bytes), as a DataFrame: for tests,
+    benchmarks and notebooks."""
+    raw = [t.encode("utf-8", "surrogatepass") if isinstance(t, str) else (bytes(t) if t is not None else None)
+           for t in texts]
+    cols = sketch_arrays(pa.array(raw, pa.binary()), *args, **kwargs)
+    return pa.table(cols).to_pandas().set_axis(texts.index)
 
-def sketch_column(text: Column, cfg: Config, lsh: LshParams | None = None, strip: Stripping | None = None) -> Column:
-    """A struct column (exact_hash, shingles, bands, stripped) computed from raw `text`."""
+
+# Text bytes per Arrow batch a worker sketches at once: the batch's shingle
+# sets (~2x its text at most) stay far below Arrow's 2 GiB binary limit.
+_SLICE_TEXT_BYTES = 128 << 20
+
+
+def _slices(text: pa.Array):
+    """[lo, hi) row ranges of a batch, each of at most _SLICE_TEXT_BYTES of text (one row at least)."""
+    n = len(text)
+    if n == 0:
+        return
+    total = np.cumsum(pc.fill_null(pc.binary_length(text), 0).to_numpy().astype(np.int64))
+    lo = 0
+    while lo < n:
+        before = int(total[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(total, before + _SLICE_TEXT_BYTES, side="right")))
+        yield lo, hi
+        lo = hi
+
+
+def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None, strip: Stripping | None = None) -> DataFrame:
+    """docs(text, ...) -> docs without text + exact_hash, shingles, bands, is_empty, and
+    (with `strip`) the number of boilerplate segments removed, (SimHash) the fingerprint
+    words, (containment) the query keys.
+
+    One Arrow pass (`mapInArrow`): the other columns pass through untouched and
+    the results are built as Arrow arrays over numpy buffers, with no pandas
+    conversion and no Python object per shingle set or key list."""
     lsh = lsh or lsh_params(cfg)
     opts, unit, k, seed = cfg.normalise, cfg.shingle.unit, cfg.shingle.k, cfg.minhash.seed
     a, b = hashing.permutations(cfg.minhash.num_perm, seed)
     sim = SimHashLayout.of(cfg)
     classes = containment_classes(cfg)
-    kind = CONTAINMENT_TYPE if classes else (SKETCH_TYPE if sim is None else sim.spark_type())
-
-    @pandas_udf(kind)
-    def _sketch(texts: pd.Series) -> pd.DataFrame:
-        return sketch_frame(texts, opts, unit, k, seed, a, b, lsh, strip, sim, classes)
-
-    return _sketch(utf8_bytes(text))
-
-
-def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None, strip: Stripping | None = None) -> DataFrame:
-    """docs(text, ...) -> docs without text + exact_hash, shingles, bands, is_empty, and
-    (with `strip`) the number of boilerplate segments removed."""
-    s = "_sketch"
-    out = docs.withColumn(s, sketch_column(F.col(C.TEXT), cfg, lsh, strip)).drop(C.TEXT)
-    extra = [F.col(f"{s}.{C.STRIPPED}").alias(C.STRIPPED)] if strip is not None else []
-    sim = SimHashLayout.of(cfg)
+    kept = [f for f in docs.schema.fields if f.name != C.TEXT]
+    added = [(C.EXACT_HASH, BinaryType()), (C.SHINGLES, BinaryType()), (C.BANDS, ArrayType(LongType())),
+             (C.IS_EMPTY, BooleanType())]
+    if strip is not None:
+        added.append((C.STRIPPED, IntegerType()))
     if sim is not None:
-        extra += [F.col(f"{s}.{col}").alias(col) for col in sim.columns]
-    if cfg.match.mode == "containment":
-        extra.append(F.col(f"{s}.{C.QUERIES}").alias(C.QUERIES))
-    return out.select(
-        *[c for c in out.columns if c != s],
-        F.col(f"{s}.{C.EXACT_HASH}").alias(C.EXACT_HASH),
-        F.col(f"{s}.{C.SHINGLES}").alias(C.SHINGLES),
-        F.col(f"{s}.{C.BANDS}").alias(C.BANDS),
-        F.col(f"{s}.{C.EXACT_HASH}").isNull().alias(C.IS_EMPTY),
-        *extra,
-    )
+        added += [(col, LongType()) for col in sim.columns]
+    if classes:
+        added.append((C.QUERIES, ArrayType(LongType())))
+    schema = StructType(kept + [StructField(name, kind, True) for name, kind in added])
+    names = [f.name for f in schema.fields]
+    passed = [f.name for f in kept]
+
+    def run(batches):
+        for batch in batches:
+            text = batch.column(C.TEXT)
+            for lo, hi in _slices(text):
+                part = batch.slice(lo, hi - lo)
+                cols = sketch_arrays(part.column(C.TEXT), opts, unit, k, seed, a, b, lsh, strip, sim, classes)
+                cols[C.IS_EMPTY] = pc.is_null(cols[C.EXACT_HASH])
+                arrays = [part.column(name) for name in passed] + [cols[name] for name in names[len(passed):]]
+                yield pa.RecordBatch.from_arrays(arrays, schema=_arrow_schema(part.schema, passed, names, cols))
+
+    return docs.withColumn(C.TEXT, utf8_bytes(F.col(C.TEXT))).mapInArrow(run, schema)
+
+
+def _arrow_schema(source: pa.Schema, passed: list[str], names: list[str], cols: dict) -> pa.Schema:
+    fields = [source.field(name) for name in passed]
+    fields += [pa.field(name, cols[name].type) for name in names[len(passed):]]
+    return pa.schema(fields)
