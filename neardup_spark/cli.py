@@ -227,12 +227,13 @@ def _in_session(cfg: Config, work, preload: str = ""):
     import importlib
     import threading
 
-    from .session import owned_session
+    from .session import local_input_bytes, owned_session
 
+    size = None if cfg.input.format == "table" else local_input_bytes(cfg.input.path)
     loader = threading.Thread(target=importlib.import_module, args=(preload,), daemon=True) if preload else None
     if loader is not None:
         loader.start()
-    with owned_session(cfg.spark) as spark:
+    with owned_session(cfg.spark, size) as spark:
         if loader is not None:
             loader.join()
         return work(spark)
@@ -246,6 +247,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from .figures import check_can_plot
 
         check_can_plot(cfg.output.path)  # before the JVM starts
+
     def work(spark):
         from .pipeline import run
 
@@ -261,8 +263,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _check_local_input(cfg: Config) -> None:
     """A missing local path is reported before Spark starts (and prints its traces)."""
+    from .session import is_local_path
+
     path = cfg.input.path
-    if cfg.input.format == "table" or any(ch in path for ch in "*?[{") or ":" in path.split("/")[0]:
+    if cfg.input.format == "table" or not is_local_path(path):
         return  # tables, globs and URLs (s3://, hdfs://, file:) are Spark's to resolve
     if not Path(path).exists():
         raise NeardupError(f"cannot read {cfg.input.format} input {path!r}: no such file or directory")

@@ -183,6 +183,10 @@ class SparkConfig:
     # Local mode, JVM started by neardup: keep a class-data archive of the
     # driver JVM (see session.class_archive). Saves ~4 s a run here.
     class_cache: bool = True
+    # Local mode, JVM started by neardup: "auto" runs the JIT's quick compiler
+    # only (C1) when the local input is under session.SHORT_RUN_BYTES, "c1"
+    # always, "default" never (see session.jit_options).
+    jit: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -327,6 +331,9 @@ def _one_of(value: str, choices: tuple[str, ...], where: str) -> None:
     _check(value in choices, f"{where} must be one of {', '.join(choices)}; got {value!r}")
 
 
+JIT_MODES = ("auto", "c1", "default")
+
+
 def validate(cfg: Config) -> None:
     """Every cross-field rule lives here, so stages can trust their config."""
     _one_of(cfg.input.format, INPUT_FORMATS, "input.format")
@@ -375,6 +382,7 @@ def validate(cfg: Config) -> None:
         f"lsh.max_far_probability must be in (0, 1); got {cfg.lsh.max_far_probability}",
     )
     _check(cfg.lsh.all_pairs_bucket_limit >= 2, "lsh.all_pairs_bucket_limit must be >= 2")
+    _one_of(cfg.spark.jit, JIT_MODES, "spark.jit")
     _one_of(cfg.cluster.backend, CLUSTER_BACKENDS, "cluster.backend")
     _one_of(cfg.cluster.checkpoint, CHECKPOINT_MODES, "cluster.checkpoint")
     _check(cfg.cluster.max_iterations >= 1, "cluster.max_iterations must be >= 1")

@@ -111,3 +111,35 @@ def test_cli_makes_the_archive_then_uses_it(tmp_path):
         made = list((tmp_path / "cache").iterdir())
         assert len(made) == 1 and made[0].suffix == ".jsa" and made[0].stat().st_size > 1_000_000
     assert reports[0] == reports[1]
+
+
+def test_short_local_runs_compile_with_c1_only(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    local = SparkConfig(master="local[2]")
+    small, big = session.SHORT_RUN_BYTES - 1, session.SHORT_RUN_BYTES
+    assert session.jit_options(local, small) == "-XX:TieredStopAtLevel=1"
+    assert session.jit_options(local, big) == ""
+    assert session.jit_options(local, None) == ""  # unknown size (a table, a URL): the JVM's default
+    assert session.jit_options(SparkConfig(master="local[2]", jit="c1"), big) == "-XX:TieredStopAtLevel=1"
+    assert session.jit_options(SparkConfig(master="local[2]", jit="default"), small) == ""
+    assert session.jit_options(SparkConfig(master="yarn"), small) == ""
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")
+    assert session.jit_options(local, small) == ""
+
+
+def test_local_input_bytes(tmp_path):
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "d" / "a.parquet").write_bytes(b"x" * 10)
+    (tmp_path / "d" / "sub" / "b.parquet").write_bytes(b"x" * 5)
+    assert session.local_input_bytes(str(tmp_path / "d")) == 15
+    assert session.local_input_bytes(str(tmp_path / "d" / "a.parquet")) == 10
+    assert session.local_input_bytes(str(tmp_path / "missing")) is None
+    assert session.local_input_bytes("s3://bucket/news") is None
+    assert session.local_input_bytes(str(tmp_path / "d" / "*.parquet")) is None
+
+
+def test_jit_mode_is_validated():
+    from neardup_spark.config import Config, ConfigError
+
+    with pytest.raises(ConfigError, match="spark.jit"):
+        Config().with_overrides({"spark.jit": "c2"})
