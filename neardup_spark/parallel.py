@@ -7,6 +7,21 @@ so Spark runs their jobs side by side.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+
+def in_background(fn: Callable[[], T]) -> "Future[T]":
+    """fn() started in a thread of its own, for driver-side Python work (no Spark
+    jobs) that would otherwise hold up the stages; `.result()` waits for it."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-background")
+    try:
+        return pool.submit(fn)
+    finally:
+        pool.shutdown(wait=False)
+
 
 def run_all(tasks: list, parallel: bool = True) -> None:
     """Call every task; with `parallel`, each in its own thread (Spark runs their jobs

@@ -29,6 +29,7 @@ from .config import Config, require_io_paths, to_dict
 from .exact import exact_copies, exact_edges
 from .index import TEXT_DIGEST, text_digest
 from .keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
+from .parallel import in_background
 from .params import advice, lsh_params
 from .read import check_documents, documents, drop_bookkeeping, read_input, spread
 from .sketch import SimHashLayout, Stripping, containment_classes, sketch
@@ -222,6 +223,8 @@ def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResul
     malformed JSON, null or duplicate ids.
     """
     lsh, sim = lsh_params(cfg), SimHashLayout.of(cfg)
+    # Pure Python (~0.5 s for some parameters): computed while Spark works.
+    notes = in_background(lambda: advice(lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability) if sim is None else [])
     st = _Stages(raw.sparkSession)
     work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
     v = verified(raw, cfg, st, digest)
@@ -248,7 +251,7 @@ def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResul
         "neardup_spark_version": __version__,
         "spark_version": raw.sparkSession.version,
         "lsh": _lsh_report(cfg, lsh, sim),
-        "advice": advice(lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability) if sim is None else [],
+        "advice": notes.result(),
         "counts": counts,
         "boilerplate": v.prep.boilerplate,
         "work": work,
