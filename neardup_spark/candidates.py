@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame
 
 from . import columns as C
 from .config import Config
+from .hashing import ranges_under
 
 # Pairs per Arrow batch handed back to Spark.
 _BATCH_PAIRS = 1 << 20
@@ -57,7 +58,7 @@ def bucket_pairs(nid: np.ndarray, bucket: np.ndarray, limit: int) -> Iterator[tu
 
 def _stars(ids: np.ndarray, starts: np.ndarray, sizes: np.ndarray):
     """Each run's first (smallest) id paired with each other member, run by run in chunks."""
-    for lo, hi in _chunks(sizes - 1):
+    for lo, hi in ranges_under(sizes - 1, _BATCH_PAIRS):
         s, z = starts[lo:hi], sizes[lo:hi] - 1
         first = np.repeat(s, z)
         offset = np.arange(len(first)) - np.repeat(np.cumsum(z) - z, z)
@@ -77,17 +78,6 @@ def _all_pairs(ids: np.ndarray, starts: np.ndarray, size: int):
     for lo in range(0, len(starts), step):
         s = starts[lo:lo + step, None]
         yield _ordered(ids[(s + i).ravel()], ids[(s + j).ravel()])
-
-
-def _chunks(weights: np.ndarray):
-    """[lo, hi) ranges of consecutive items whose weights add up to about _BATCH_PAIRS (one item at least)."""
-    total = np.cumsum(weights)
-    lo = 0
-    while lo < len(weights):
-        before = int(total[lo - 1]) if lo else 0
-        hi = max(lo + 1, int(np.searchsorted(total, before + _BATCH_PAIRS, side="right")))
-        yield lo, hi
-        lo = hi
 
 
 def _ordered(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

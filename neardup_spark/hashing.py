@@ -246,3 +246,15 @@ def intersection_sizes(left: Sequence[bytes], right: Sequence[bytes]) -> np.ndar
         joined.sort()
         out[i] = np.count_nonzero(joined[1:] == joined[:-1])
     return out
+
+
+def ranges_under(weights: np.ndarray, cap: int):
+    """[lo, hi) ranges of consecutive items whose weights add up to at most `cap`
+    (one item at least, however heavy): how batches are cut to a bounded size."""
+    total = np.cumsum(weights)
+    lo = 0
+    while lo < len(weights):
+        before = int(total[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(total, before + cap, side="right")))
+        yield lo, hi
+        lo = hi

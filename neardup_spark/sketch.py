@@ -216,16 +216,7 @@ _SLICE_TEXT_BYTES = 128 << 20
 
 def _slices(text: pa.Array):
     """[lo, hi) row ranges of a batch, each of at most _SLICE_TEXT_BYTES of text (one row at least)."""
-    n = len(text)
-    if n == 0:
-        return
-    total = np.cumsum(pc.fill_null(pc.binary_length(text), 0).to_numpy().astype(np.int64))
-    lo = 0
-    while lo < n:
-        before = int(total[lo - 1]) if lo else 0
-        hi = max(lo + 1, int(np.searchsorted(total, before + _SLICE_TEXT_BYTES, side="right")))
-        yield lo, hi
-        lo = hi
+    return hashing.ranges_under(pc.fill_null(pc.binary_length(text), 0).to_numpy().astype(np.int64), _SLICE_TEXT_BYTES)
 
 
 def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None, strip: Stripping | None = None) -> DataFrame:

@@ -114,3 +114,14 @@ def test_permutations_are_seeded_and_odd():
 def test_mix64_is_a_bijection_on_a_sample():
     x = np.arange(100_000, dtype=np.uint64)
     assert np.unique(H.mix64(x)).size == x.size
+
+
+def test_ranges_under_cover_every_item_once_within_the_cap():
+    from neardup_spark.hashing import ranges_under
+
+    weights = np.array([3, 1, 1, 9, 0, 2, 2, 2, 5])
+    got = list(ranges_under(weights, 4))
+    assert got == [(0, 2), (2, 3), (3, 4), (4, 7), (7, 8), (8, 9)]  # the 9 alone: heavier than the cap
+    for lo, hi in got:
+        assert hi - lo == 1 or weights[lo:hi].sum() <= 4
+    assert list(ranges_under(np.array([], dtype=np.int64), 4)) == []
