@@ -229,21 +229,27 @@ def class_archive(spark_cfg: SparkConfig) -> ClassArchive | None:
 
     key = hashlib.sha256("\0".join([pyspark.__version__, _spark_home(), *java]).encode()).hexdigest()[:16]
     path = home / f"spark-{pyspark.__version__}-{key}.jsa"
+    _drop_stale(home, keep=path)
     if path.exists():
+        try:
+            os.utime(path)  # in use: its mtime says when it was last used
+        except OSError:
+            pass
         return ClassArchive(path, None)
-    _drop_stale_parts(home)
     return ClassArchive(path, home / f"{path.name}.{os.getpid()}.part")
 
 
-def _drop_stale_parts(home: Path, age_seconds: float = 86_400) -> None:
-    """Archives left half-made by runs that were interrupted a day ago or more."""
+def _drop_stale(home: Path, keep: Path, part_age: float = 86_400, archive_age: float = 30 * 86_400) -> None:
+    """Archives left half-made by runs interrupted a day ago or more, and archives
+    (~190 MB each: one per Spark and Java install) unused for 30 days."""
     now = time.time()
-    for part in home.glob("*.part"):
-        try:
-            if now - part.stat().st_mtime > age_seconds:
-                part.unlink()
-        except OSError:
-            pass
+    for pattern, age in (("*.part", part_age), ("*.jsa", archive_age)):
+        for old in home.glob(pattern):
+            try:
+                if old != keep and now - old.stat().st_mtime > age:
+                    old.unlink()
+            except OSError:
+                pass
 
 
 def _spark_home() -> str:

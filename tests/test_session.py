@@ -79,16 +79,22 @@ def test_no_class_archive_where_it_cannot_apply(fake_java, tmp_path, monkeypatch
     assert session.class_archive(cfg) is None
 
 
-def test_stale_half_made_archives_are_removed(fake_java, tmp_path):
+def test_stale_half_made_and_unused_archives_are_removed(fake_java, tmp_path):
     fake_java("17.0.15")
     cache = tmp_path / "cache"
     cache.mkdir()
     old, fresh = cache / "a.jsa.1.part", cache / "b.jsa.2.part"
-    old.write_bytes(b"x")
-    fresh.write_bytes(b"x")
+    unused, recent = cache / "spark-old.jsa", cache / "spark-recent.jsa"
+    for f in (old, fresh, unused, recent):
+        f.write_bytes(b"x")
     os.utime(old, (0, 0))
-    session.class_archive(SparkConfig(master="local[2]"))
-    assert not old.exists() and fresh.exists()
+    os.utime(unused, (0, 0))
+    ours = session.class_archive(SparkConfig(master="local[2]")).path
+    ours.write_bytes(b"archive")
+    os.utime(ours, (0, 0))
+    session.class_archive(SparkConfig(master="local[2]"))  # uses ours: touched, not removed
+    assert not old.exists() and fresh.exists() and not unused.exists() and recent.exists()
+    assert ours.exists() and ours.stat().st_mtime > 0
 
 
 @pytest.mark.skipif(session._java_release() is None, reason="needs Java 13+ with a release file")
