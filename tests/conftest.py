@@ -15,6 +15,14 @@ import pytest
 GRAPHFRAMES_JAR = os.environ.get("NEARDUP_GRAPHFRAMES_JAR", "")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _class_cache_in_tmp(tmp_path_factory):
+    """CLI processes started by tests keep their JVM class-data archives in a
+    temporary directory, never in the user's ~/.cache (a killed run leaves a
+    half-made one behind)."""
+    os.environ["NEARDUP_CACHE_DIR"] = str(tmp_path_factory.mktemp("neardup-cache"))
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from neardup_spark.config import SparkConfig
