@@ -263,12 +263,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _check_local_input(cfg: Config) -> None:
     """A missing local path is reported before Spark starts (and prints its traces)."""
-    from .session import is_local_path
+    from .write import local_file
 
     path = cfg.input.path
-    if cfg.input.format == "table" or not is_local_path(path):
-        return  # tables, globs and URLs (s3://, hdfs://, file:) are Spark's to resolve
-    if not Path(path).exists():
+    local = None if cfg.input.format == "table" else local_file(path)
+    if local is None:
+        return  # tables, globs and URLs (s3://, hdfs://) are Spark's to resolve
+    if not local.exists():
         raise NeardupError(f"cannot read {cfg.input.format} input {path!r}: no such file or directory")
 
 

@@ -133,20 +133,15 @@ def jit_options(spark_cfg: SparkConfig, input_bytes: int | None) -> str:
     return ""
 
 
-def is_local_path(path: str) -> bool:
-    """A plain local path: not a glob, not a URL (s3://, hdfs://, file:)."""
-    return bool(path) and not any(ch in path for ch in "*?[{") and ":" not in path.split("/")[0]
-
-
 def local_input_bytes(path: str) -> int | None:
     """Bytes under a local file or directory; None for globs, URLs and missing paths."""
-    if not is_local_path(path):
+    from .write import local_file
+
+    root = local_file(path)
+    if root is None or not root.exists():
         return None
-    root = Path(path)
     if root.is_file():
         return root.stat().st_size
-    if not root.is_dir():
-        return None
     total = 0
     for folder, _, files in os.walk(root):
         for name in files:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
@@ -88,6 +89,14 @@ def write_tables(result: "DedupResult", cfg: Config) -> None:
 
 def is_local_path(path: str) -> bool:
     return path.startswith("file:") or not _SCHEME.match(path) or bool(re.match(r"^[a-zA-Z]:[\\/]", path))
+
+
+def local_file(path: str) -> Path | None:
+    """The local file or directory a path names (file: scheme removed); None for
+    globs and remote URLs (s3://, hdfs://, dbfs:/...), which are Spark's to resolve."""
+    if not path or any(ch in path for ch in "*?[{") or not is_local_path(path):
+        return None
+    return Path(_local(path))
 
 
 def write_report(report: dict, out: str, spark: SparkSession) -> None:

@@ -139,6 +139,7 @@ def test_local_input_bytes(tmp_path):
     (tmp_path / "d" / "sub" / "b.parquet").write_bytes(b"x" * 5)
     assert session.local_input_bytes(str(tmp_path / "d")) == 15
     assert session.local_input_bytes(str(tmp_path / "d" / "a.parquet")) == 10
+    assert session.local_input_bytes(f"file://{tmp_path / 'd'}") == 15
     assert session.local_input_bytes(str(tmp_path / "missing")) is None
     assert session.local_input_bytes("s3://bucket/news") is None
     assert session.local_input_bytes(str(tmp_path / "d" / "*.parquet")) is None
