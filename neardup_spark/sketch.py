@@ -41,7 +41,7 @@ from . import columns as C
 from . import containment, hashing, simhash
 from .boilerplate import strip_normalised
 from .config import Config, NormaliseConfig
-from .normalise import normalise_series, utf8_bytes
+from .normalise import decode_codepoints, fold_series, normalised_codepoints, utf8_bytes
 from .params import LshParams, lsh_params
 
 _DIGEST_BYTES = 16
@@ -113,7 +113,11 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 def digest(text: str) -> bytes:
     """128-bit BLAKE2b of a normalised text: the exact-pass key (collisions ~2**-64 at 10**10 docs)."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=_DIGEST_BYTES).digest()
+    return _blake(text.encode("utf-8", "surrogatepass"))
+
+
+def _blake(data) -> bytes:
+    return hashlib.blake2b(data, digest_size=_DIGEST_BYTES).digest()
 
 
 def _texts(arr: pa.Array) -> pd.Series:
@@ -154,21 +158,26 @@ def sketch_arrays(
     With `strip`, boilerplate segments go before anything else."""
     raw = _texts(texts)
     if strip is None:
-        norm, stripped = normalise_series(raw, opts), np.zeros(len(raw), dtype=np.int32)
+        folded, stripped = fold_series(raw, opts).tolist(), np.zeros(len(raw), dtype=np.int32)
     else:
         norm, stripped = strip_normalised(raw, opts, strip.unit, strip.keys)
-    normed = norm.tolist()
-    n = len(normed)
+        folded = norm.tolist()  # already normalised: collapsing it again changes nothing
+    n = len(folded)
     hashes: list[bytes | None] = [None] * n
     sizes, n_keys, n_queries = (np.zeros(n, dtype=np.int64) for _ in range(3))
     packs, keys, queries = [], [], []
     prints = np.zeros((n, sim.bits // 64 if sim else 1), dtype=np.int64)
     tf = sim is not None and sim.weighting == "tf"
-    present = [i for i, t in enumerate(normed) if isinstance(t, str) and t]
+    present = [i for i, t in enumerate(folded) if isinstance(t, str) and t]
     for lo in range(0, len(present), hashing.SUB_BATCH):
         rows_ = present[lo : lo + hashing.SUB_BATCH]
-        chunk = [normed[i] for i in rows_]
-        values, offsets, *counts = hashing.shingle_texts(chunk, unit, k, seed, with_counts=tf)
+        (values, offsets, *counts), digests = _shingled([folded[i] for i in rows_], opts.punctuation, unit, k, seed, tf)
+        kept = np.fromiter((d is not None for d in digests), dtype=bool, count=len(rows_))
+        if not kept.all():  # texts that normalise to nothing (no shingles either) are empty
+            rows_ = [i for i, keep in zip(rows_, kept) if keep]
+            offsets = np.append(offsets[:-1][kept], offsets[-1])
+            if not rows_:
+                continue
         if classes:
             band, query = containment.keys(hashing.minhash(values, offsets, a, b), np.diff(offsets), classes, band_keys)
             queries.append(query)
@@ -183,8 +192,8 @@ def sketch_arrays(
         keys.append(band)
         sizes[rows_] = np.diff(offsets)
         n_keys[rows_] = band.shape[1]
-        for j, i in enumerate(rows_):
-            hashes[i] = digest(chunk[j])
+        for i, d in zip(rows_, (d for d in digests if d is not None)):
+            hashes[i] = d
     shingles = np.concatenate(packs) if packs else np.zeros(0, dtype="<u4")
     out = {
         C.EXACT_HASH: pa.array(hashes, pa.binary()),
@@ -198,6 +207,29 @@ def sketch_arrays(
     if classes:
         out[C.QUERIES] = _lists(n_queries, queries)
     return out
+
+
+def _digests(cps: np.ndarray, offsets: np.ndarray) -> list[bytes | None]:
+    """`digest` of each normalised text given as code points (None for an empty one)."""
+    bounds = offsets.tolist()
+    if cps.size and int(cps.max()) < 0x80:  # ASCII: the UTF-8 bytes are the code points
+        whole = memoryview(cps.astype(np.uint8).tobytes())
+        return [_blake(whole[s:e]) if e > s else None for s, e in zip(bounds[:-1], bounds[1:])]
+    text = decode_codepoints(cps)
+    return [digest(text[s:e]) if e > s else None for s, e in zip(bounds[:-1], bounds[1:])]
+
+
+def _shingled(texts: list[str], punctuation: bool, unit: str, k: int, seed: int,
+              with_counts: bool) -> tuple[tuple[np.ndarray, ...], list[bytes | None]]:
+    """Folded texts -> their shingle sets (values, offsets[, counts]) and exact-pass digests
+    (None for a text that normalises to nothing), CHUNK_CHARS code points at a time."""
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    parts, digests = [], []
+    for lo, hi in hashing.ranges_under(lengths, hashing.CHUNK_CHARS):
+        cps, offsets = normalised_codepoints(texts[lo:hi], punctuation)
+        digests += _digests(cps, offsets)
+        parts.append(hashing.shingle_codepoints(cps, offsets, unit, k, seed, with_counts))
+    return hashing.join_sets(parts), digests
 
 
 def sketch_frame(texts: pd.Series, *args, **kwargs) -> pd.DataFrame:

@@ -61,3 +61,17 @@ def test_intersection_sizes_match_python_sets(seed):
     got = H.intersection_sizes([blobs[i] for i, _ in pairs], [blobs[j] for _, j in pairs])
     want = [len(set(sets[i].tolist()) & set(sets[j].tolist())) for i, j in pairs]
     assert got.tolist() == want
+
+
+def test_digests_and_sets_do_not_depend_on_script_or_chunking(monkeypatch):
+    # ASCII chunks take a shortcut to UTF-8; others are decoded. Chunks of any size agree.
+    texts = ["plain ascii words here and there " * 3, "naïve café — “quoted” words, here", "\U0001f600 emoji  text",
+             "\ud800 lone surrogate text", "...", None] * 5
+    whole = frame(texts)
+    monkeypatch.setattr(H, "CHUNK_CHARS", 7)
+    cut = frame(texts)
+    for i, t in enumerate(texts):
+        want = digest(normalise_text(t)) if t is not None and normalise_text(t) else None
+        assert whole.iloc[i]["exact_hash"] == cut.iloc[i]["exact_hash"] == want
+        assert whole.iloc[i]["shingles"] == cut.iloc[i]["shingles"]
+        assert np.array_equal(whole.iloc[i]["bands"], cut.iloc[i]["bands"])
