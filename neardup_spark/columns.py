@@ -19,6 +19,7 @@ MATCH = "match"
 SIMHASH = "simhash"  # SimHash fingerprint, bits 0-63 (match.method = "simhash")
 SIMHASH_HI = "simhash_hi"  # bits 64-127 of a 128-bit SimHash
 STRIPPED = "stripped"  # boilerplate segments removed from a document
+TEXT_LEN = "text_len"  # characters of the raw text, as Spark's length() counts them
 CLUSTER_ID = "cluster_id"
 IS_KEEPER = "is_keeper"
 KEEPER_ID = "keeper_id"
@@ -37,5 +38,5 @@ MATCH_NEAR = "near"
 
 INTERNAL = frozenset(
     {DOC_ID, TEXT, IS_EMPTY, EXACT_HASH, EXACT_REP, SHINGLES, BUCKET, BANDS, NID,
-     "text_len", STRIPPED, SIMHASH, SIMHASH_HI, QUERIES, CLUSTER_ID, IS_KEEPER, KEEPER_ID, STATUS}
+     TEXT_LEN, STRIPPED, SIMHASH, SIMHASH_HI, QUERIES, CLUSTER_ID, IS_KEEPER, KEEPER_ID, STATUS}
 )

@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 from . import columns as C
 from .config import Config, KeeperConfig
 
-TEXT_LEN = "text_len"
+TEXT_LEN = C.TEXT_LEN
 _COMP = "_component"
 
 

@@ -176,8 +176,7 @@ def sketched(docs: DataFrame, cfg: Config, st: _Stages, counts: dict, strip: Str
         if digest:
             extra = [F.col(TEXT_DIGEST) if TEXT_DIGEST in docs.columns else text_digest(F.col(C.TEXT)).alias(TEXT_DIGEST)]
         slim = docs.select(
-            F.monotonically_increasing_id().alias(C.NID), C.DOC_ID, C.TEXT,
-            F.length(C.TEXT).alias(TEXT_LEN), *keeper_inputs(docs, cfg), *extra,
+            F.monotonically_increasing_id().alias(C.NID), C.DOC_ID, C.TEXT, *keeper_inputs(docs, cfg), *extra,
         )
         table = st.keep(sketch(slim, cfg, lsh, strip))
         aggs = [F.count(F.lit(1)).alias("n"), F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty")]

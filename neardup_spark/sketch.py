@@ -26,7 +26,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -41,7 +40,7 @@ from . import columns as C
 from . import containment, hashing, simhash
 from .boilerplate import strip_normalised
 from .config import Config, NormaliseConfig
-from .normalise import decode_codepoints, fold_series, normalised_codepoints, utf8_bytes
+from .normalise import decode_codepoints, fold_series, normalised_codepoints
 from .params import LshParams, lsh_params
 
 _DIGEST_BYTES = 16
@@ -122,13 +121,42 @@ def _blake(data) -> bytes:
 
 def _texts(arr: pa.Array) -> pd.Series:
     """Arrow text (string or binary) -> a Series of str, or of bytes when some are not
-    UTF-8 (`normalise_series` then decodes them, invalid bytes becoming U+FFFD); nulls stay None."""
-    if pa.types.is_binary(arr.type):
-        try:
-            arr = arr.cast(pa.string())  # validates UTF-8 in C, one pass
-        except pa.ArrowInvalid:
-            pass
+    UTF-8 (`fold_series` then decodes them, invalid bytes becoming U+FFFD); nulls stay None.
+
+    Spark strings need not be UTF-8 (Parquet, casts and binary data can put any bytes in
+    them), and Arrow trusts a string column it is given, so the text is read as binary
+    and validated here, in C, in one pass."""
+    if pa.types.is_string(arr.type):
+        arr = arr.view(pa.binary())
+    try:
+        arr = arr.cast(pa.string())
+    except pa.ArrowInvalid:
+        pass
     return pd.Series(arr.to_pylist(), dtype=object)
+
+
+# Bytes Spark's UTF8String.numChars steps over for each lead byte: continuation bytes and
+# bytes UTF-8 never allows (C0, C1, F5-FF) count as characters of one byte.
+_SPARK_CHAR_BYTES = bytes([1] * 0xC2 + [2] * (0xE0 - 0xC2) + [3] * 16 + [4] * 5 + [1] * 11)
+
+
+def spark_length(data: bytes) -> int:
+    """What Spark's length() returns for a string holding these bytes, UTF-8 or not."""
+    try:
+        return len(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        pos = chars = 0
+        while pos < len(data):
+            pos += _SPARK_CHAR_BYTES[data[pos]]
+            chars += 1
+        return chars
+
+
+def text_lengths(raw: pd.Series) -> pa.Array:
+    """Characters of each raw text (str, or bytes when the batch held invalid UTF-8), as
+    Spark's length() counts them (a str's code points, for valid UTF-8); null for null."""
+    return pa.array([len(t) if isinstance(t, str) else (None if t is None else spark_length(bytes(t)))
+                     for t in raw], pa.int32())
 
 
 def _binary(lengths: np.ndarray, data: np.ndarray) -> pa.Array:
@@ -200,6 +228,7 @@ def sketch_arrays(
         C.SHINGLES: _binary(4 * sizes, shingles),
         C.BANDS: _lists(n_keys, keys),
         C.STRIPPED: pa.array(stripped, pa.int32()),
+        C.TEXT_LEN: text_lengths(raw),
     }
     if sim is not None:
         for w, col in enumerate(sim.columns):
@@ -252,7 +281,7 @@ def _slices(text: pa.Array):
 
 
 def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None, strip: Stripping | None = None) -> DataFrame:
-    """docs(text, ...) -> docs without text + exact_hash, shingles, bands, is_empty, and
+    """docs(text, ...) -> docs without text + exact_hash, shingles, bands, is_empty, text_len and
     (with `strip`) the number of boilerplate segments removed, (SimHash) the fingerprint
     words, (containment) the query keys.
 
@@ -266,7 +295,7 @@ def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None, strip: St
     classes = containment_classes(cfg)
     kept = [f for f in docs.schema.fields if f.name != C.TEXT]
     added = [(C.EXACT_HASH, BinaryType()), (C.SHINGLES, BinaryType()), (C.BANDS, ArrayType(LongType())),
-             (C.IS_EMPTY, BooleanType())]
+             (C.IS_EMPTY, BooleanType()), (C.TEXT_LEN, IntegerType())]
     if strip is not None:
         added.append((C.STRIPPED, IntegerType()))
     if sim is not None:
@@ -287,7 +316,9 @@ def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None, strip: St
                 arrays = [part.column(name) for name in passed] + [cols[name] for name in names[len(passed):]]
                 yield pa.RecordBatch.from_arrays(arrays, schema=_arrow_schema(part.schema, passed, names, cols))
 
-    return docs.withColumn(C.TEXT, utf8_bytes(F.col(C.TEXT))).mapInArrow(run, schema)
+    # The text goes to Python as a string: a cast to binary here cost two copies of every
+    # text in the JVM (the cast, then getBinary per row); `_texts` validates it instead.
+    return docs.mapInArrow(run, schema)
 
 
 def _arrow_schema(source: pa.Schema, passed: list[str], names: list[str], cols: dict) -> pa.Schema:

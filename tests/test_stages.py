@@ -210,3 +210,20 @@ def test_huge_bucket_all_pairs_in_chunks(monkeypatch):
     got = {(int(a), int(b)) for xa, xb in chunks for a, b in zip(xa, xb)}
     assert got == {(a, b) for a in range(1, 31) for b in range(a + 1, 31)}
     assert max(len(a) for a, _ in chunks) <= 29
+
+
+def test_sketch_counts_characters_as_spark_length_does(spark):
+    # Valid UTF-8 (one to four bytes a character) and invalid bytes of every kind: stray
+    # continuation bytes, truncated sequences, bytes UTF-8 never allows.
+    rng = np.random.default_rng(5)
+    pieces = ["ascii", "café", "日本語", "\U0001f600", "c3", "e282", "80bf", "c0c1", "f5ff", "f09f98", "ed a080"]
+    hexes = []
+    for _ in range(60):
+        parts = rng.choice(pieces, size=rng.integers(0, 6))
+        hexes.append("".join(p.replace(" ", "") if all(c in "0123456789abcdef " for c in p) else p.encode().hex()
+                             for p in parts))
+    docs = spark.createDataFrame([(i, h) for i, h in enumerate(hexes)] + [(len(hexes), None)], "doc_id long, hex string")
+    docs = docs.select("doc_id", F.unhex("hex").cast("string").alias(C.TEXT))
+    want = {r[C.DOC_ID]: r["n"] for r in docs.select(C.DOC_ID, F.length(C.TEXT).alias("n")).collect()}
+    got = {r[C.DOC_ID]: r[C.TEXT_LEN] for r in sketch(docs, cfg()).select(C.DOC_ID, C.TEXT_LEN).collect()}
+    assert got == want and want[len(hexes)] is None
