@@ -45,6 +45,12 @@ def _translation(punctuation: bool) -> dict[int, str]:
     return {cp: " " for cp in range(sys.maxunicode + 1) if chr(cp).isspace()}
 
 
+def preload() -> None:
+    """Build both translate tables now (~0.5 s; see `worker_daemon`)."""
+    for punctuation in (True, False):
+        _translation(punctuation)
+
+
 def _decoded(texts: pd.Series) -> pd.Series:
     return pd.Series(
         [bytes(t).decode("utf-8", "replace") if isinstance(t, (bytes, bytearray))

@@ -28,6 +28,8 @@ LOCAL_DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Workers fork with the kernels' modules imported and tables built (see worker_daemon).
+    "spark.python.daemon.module": "neardup_spark.worker_daemon",
 }
 
 

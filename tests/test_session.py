@@ -150,3 +150,20 @@ def test_jit_mode_is_validated():
 
     with pytest.raises(ConfigError, match="spark.jit"):
         Config().with_overrides({"spark.jit": "c2"})
+
+
+def test_local_workers_fork_with_the_kernels_loaded(spark):
+    # Checked inside a worker: the daemon (spark.python.daemon.module) built both
+    # translate tables before forking; no pipeline function builds the second one.
+    def probe(batches):
+        import sys
+
+        import pyarrow as pa
+
+        normalise = sys.modules.get("neardup_spark.normalise")
+        built = normalise._translation.cache_info().currsize if normalise else -1
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict({"built": [built]})
+
+    assert spark.conf.get("spark.python.daemon.module") == "neardup_spark.worker_daemon"
+    assert {r["built"] for r in spark.range(2, numPartitions=2).mapInArrow(probe, "built long").collect()} == {2}
