@@ -122,12 +122,13 @@ def normalise_text(text: str, opts: NormaliseConfig = NormaliseConfig()) -> str:
 
 
 def utf8_bytes(text: Column) -> Column:
-    """The text column as its raw bytes, for a Pandas UDF to decode.
+    """The text column as its raw bytes, for a Pandas UDF to decode (boilerplate's).
 
     Spark strings may hold bytes that are not UTF-8 (from Parquet, casts,
-    binary data); Arrow refuses them as strings and the task would die.
-    Shipped as binary and decoded by `normalise_series` (invalid bytes become
-    U+FFFD), they cost no more than strings, where a JVM encode/decode round
-    trip cost ~40% on top of the transfer.
+    binary data); converting them to pandas strings would fail and the task
+    would die. Shipped as binary, they are decoded by the UDF (invalid bytes
+    become U+FFFD). The sketch's `mapInArrow` skips this cast, which costs two
+    JVM copies of every text: it receives Arrow strings and validates them
+    itself (`sketch._texts`).
     """
     return text.cast("binary")
