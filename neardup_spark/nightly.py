@@ -34,20 +34,24 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import wait
 
+import numpy as np
+import pandas as pd
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
 
 from . import columns as C
 from . import index as ix
 from . import simhash
 from .candidates import bucket_limit, candidate_pairs
-from .components import connected_components
+from .components import connected_components, driver_components
 from .config import Config, require_io_paths, to_dict
 from .errors import InputError
 from .exact import exact_copies, exact_edges
 from .keepers import TEXT_LEN, keeper_columns, rule_keys, status_column
-from .parallel import run_all
+from .parallel import run_all, started
 from .params import lsh_params
 from .pipeline import (
     CLUSTER_COLUMNS,
@@ -169,11 +173,16 @@ def append(spark: SparkSession, cfg: Config) -> dict:
     docs = st.keep(checked_documents(raw, cfg, st, counts).withColumn(ix.TEXT_DIGEST, ix.text_digest(F.col(C.TEXT))))
     try:
         with st.stage("lookup"):
+            # Two small independent jobs, run at once: each waits on scheduling more than it works.
+            known: dict[str, int] = {}
+            checking = started(lambda: _check_ids(spark, cfg, idx, docs, counts["documents"], known, st))
             fingerprint = ix.batch_fingerprint(docs)
             stored = idx.batch_part(fingerprint)
             if stored is not None:
+                wait([checking])  # its verdict and figures do not matter for a batch applied before
                 return _replay(spark, cfg, idx, stored, fingerprint, counts, start)
-            archived, changed = _check_ids(spark, cfg, idx, docs, counts, st)
+            archived, changed = checking.result()
+            counts.update(known)
         removal = None
         if changed is not None:
             with st.stage("replace"):
@@ -207,7 +216,7 @@ def _replay(spark, cfg: Config, idx: ix.Index, part: str, fingerprint: str, coun
     return report
 
 
-def _check_ids(spark, cfg: Config, idx: ix.Index, docs: DataFrame, counts: dict, st: _Stages):
+def _check_ids(spark, cfg: Config, idx: ix.Index, docs: DataFrame, documents: int, counts: dict, st: _Stages):
     """(the batch's documents already archived with the same text, those archived with other
     text or None): doc_id frames. Other text is an error unless index.replace."""
     arch = idx.docs(spark).select(C.DOC_ID, F.col(ix.TEXT_DIGEST).alias("_old"))
@@ -215,7 +224,7 @@ def _check_ids(spark, cfg: Config, idx: ix.Index, docs: DataFrame, counts: dict,
     if have != want:
         raise InputError(f"the batch's ids are {want} but the index's are {have}; use the same id column type")
     ids = docs.select(C.DOC_ID, ix.TEXT_DIGEST)
-    known = arch.join(_maybe_broadcast(ids, counts["documents"]), C.DOC_ID)
+    known = arch.join(_maybe_broadcast(ids, documents), C.DOC_ID)
     known = st.keep(known)
     row = known.agg(
         F.count(F.lit(1)).alias("n"), F.sum((F.col("_old") != F.col(ix.TEXT_DIGEST)).cast("long")).alias("changed")
@@ -359,33 +368,90 @@ def _archived_members(spark, idx: ix.Index, met: DataFrame, st: _Stages, counts:
 
 def _assign(spark, cfg: Config, idx: ix.Index, found: dict, st: _Stages, counts: dict, work: dict) -> DataFrame:
     """New assignments: the batch's new documents and every member of a touched archived cluster."""
-    table, edges, met = found["table"], found["edges"], found["met"]
+    table = found["table"]
     with st.stage("components"):
-        met_assign, touched, members = _archived_members(spark, idx, met, st, counts)
-        nodes = _cut(touched.withColumn(_CNODE, -1 - F.monotonically_increasing_id()))
-        node_of = met_assign.join(nodes, C.CLUSTER_ID).select(C.NID, _CNODE)
-        a = edges.join(node_of.withColumnRenamed(C.NID, C.DOC_A), C.DOC_A, "left")
-        a = a.select(F.coalesce(_CNODE, C.DOC_A).alias(C.DOC_A), C.DOC_B)
-        b = a.join(node_of.withColumnRenamed(C.NID, C.DOC_B), C.DOC_B, "left")
-        graph = b.select(C.DOC_A, F.coalesce(_CNODE, C.DOC_B).alias(C.DOC_B))
-        comps = _cut(connected_components(graph, cfg, work))
+        # Every edge is a verified pair or an exact copy (of a batch or an archived text).
+        most = counts["verified_pairs"] + counts["exact_duplicates"] + counts["exact_archive_matches"]
+        limit = cfg.cluster.driver_max_edges
+        if limit and most <= limit:
+            comps, arch_comp, members = _components_on_driver(spark, idx, found, counts, work)
+        else:
+            comps, arch_comp, members = _components_in_spark(spark, cfg, idx, found, st, counts, work)
 
     with st.stage("keepers"):
         # Every document whose assignment may change: batch documents (in a component or alone)
         # and the members of touched archived clusters; `_comp` names its component.
-        batch = table.join(comps.withColumnRenamed(C.DOC_ID, C.NID), C.NID, "left").select(
+        batch = table.join(comps, C.NID, "left").select(
             *_keeper_view(cfg, F.lit(True)),
-            F.coalesce(F.col(C.CLUSTER_ID), F.col(C.NID)).alias("_comp"),
+            F.coalesce(F.col("_comp"), F.col(C.NID)).alias("_comp"),
             F.lit(None).cast(dict(table.dtypes)[C.DOC_ID]).alias("_old_cluster"),
         )
-        labels = comps.select(F.col(C.DOC_ID).alias(_CNODE), F.col(C.CLUSTER_ID).alias("_comp"))
-        arch_comp = nodes.join(labels, _CNODE)
         arch_docs = idx.docs(spark)
-        archived = members.join(arch_comp.select(C.CLUSTER_ID, "_comp"), C.CLUSTER_ID).join(
-            arch_docs, C.DOC_ID
-        ).select(*_keeper_view(cfg, F.lit(False)), "_comp", F.col(C.CLUSTER_ID).alias("_old_cluster"))
+        archived = members.join(arch_comp, C.CLUSTER_ID).join(arch_docs, C.DOC_ID).select(
+            *_keeper_view(cfg, F.lit(False)), "_comp", F.col(C.CLUSTER_ID).alias("_old_cluster")
+        )
         everyone = batch.unionByName(archived)
         return _decide(everyone, cfg, members)
+
+
+def _components_in_spark(spark, cfg: Config, idx: ix.Index, found: dict, st: _Stages, counts: dict, work: dict):
+    """(comps(_nid, _comp) of batch documents, arch_comp(cluster_id, _comp), members): the
+    batch graph, with each touched archived cluster as one node, solved by the backend."""
+    edges, met = found["edges"], found["met"]
+    met_assign, touched, members = _archived_members(spark, idx, met, st, counts)
+    nodes = _cut(touched.withColumn(_CNODE, -1 - F.monotonically_increasing_id()))
+    node_of = met_assign.join(nodes, C.CLUSTER_ID).select(C.NID, _CNODE)
+    a = edges.join(node_of.withColumnRenamed(C.NID, C.DOC_A), C.DOC_A, "left")
+    a = a.select(F.coalesce(_CNODE, C.DOC_A).alias(C.DOC_A), C.DOC_B)
+    b = a.join(node_of.withColumnRenamed(C.NID, C.DOC_B), C.DOC_B, "left")
+    graph = b.select(C.DOC_A, F.coalesce(_CNODE, C.DOC_B).alias(C.DOC_B))
+    comps = _cut(connected_components(graph, cfg, work))
+    labels = comps.select(F.col(C.DOC_ID).alias(_CNODE), F.col(C.CLUSTER_ID).alias("_comp"))
+    arch_comp = nodes.join(labels, _CNODE).select(C.CLUSTER_ID, "_comp")
+    return comps.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias("_comp")), arch_comp, members
+
+
+def _components_on_driver(spark, idx: ix.Index, found: dict, counts: dict, work: dict):
+    """`_components_in_spark` for a batch graph small enough for the driver (at most
+    cluster.driver_max_edges edges): the edges and the met documents' clusters are
+    collected, relabelled and solved in numpy (`driver_components`) in two jobs
+    instead of the ~30 small ones of the distributed path; the same components."""
+    edges, met = found["edges"], found["met"]
+    current = idx.assignments_of(spark, met.select(F.col(_ADOC).alias(C.DOC_ID)))
+    met_assign = met.join(current.withColumnRenamed(C.DOC_ID, _ADOC), _ADOC).select(C.NID, C.CLUSTER_ID)
+    met_pd = met_assign.toPandas()
+    pairs = edges.select(C.DOC_A, C.DOC_B).toPandas()
+    touched, cluster_of_met = np.unique(met_pd[C.CLUSTER_ID].to_numpy(), return_inverse=True)
+    counts["archived_clusters_touched"] = int(touched.size)
+    src, dst = pairs[C.DOC_A].to_numpy(np.int64), pairs[C.DOC_B].to_numpy(np.int64)
+    met_nids = met_pd[C.NID].to_numpy(np.int64)
+    # Cluster nodes below every id in the graph: no collision with a batch or met id.
+    base = min(0, int(src.min(initial=0)), int(dst.min(initial=0)), int(met_nids.min(initial=0))) - 1
+    cluster_node = base - np.arange(touched.size, dtype=np.int64)
+    order = np.argsort(met_nids)
+    sorted_nids, node_sorted = met_nids[order], cluster_node[cluster_of_met][order]
+
+    def relabel(ids: np.ndarray) -> np.ndarray:
+        at = np.minimum(np.searchsorted(sorted_nids, ids), max(sorted_nids.size - 1, 0))
+        hit = sorted_nids[at] == ids if sorted_nids.size else np.zeros(ids.size, bool)
+        return np.where(hit, node_sorted[at] if sorted_nids.size else ids, ids)
+
+    a, b = relabel(src), relabel(dst)
+    keep = a != b
+    nodes, labels = driver_components(a[keep], b[keep])
+    work["components_rounds"], work["components_on_driver"] = 0, 1
+    batch = nodes >= 0
+    comps = pd.DataFrame({C.NID: nodes[batch], "_comp": labels[batch]})
+    linked = np.isin(cluster_node, nodes)  # clusters reached by a verified edge
+    at = np.searchsorted(nodes, cluster_node[linked])
+    arch = pd.DataFrame({C.CLUSTER_ID: touched[linked], "_comp": labels[at]})
+    kind = current.schema[C.CLUSTER_ID].dataType
+    comps_df = spark.createDataFrame(comps, StructType([StructField(C.NID, LongType(), False),
+                                                        StructField("_comp", LongType(), False)]))
+    arch_df = spark.createDataFrame(arch, StructType([StructField(C.CLUSTER_ID, kind, False),
+                                                      StructField("_comp", LongType(), False)]))
+    members = _cut(idx.members_of(spark, F.broadcast(arch_df.select(C.CLUSTER_ID))))
+    return comps_df, arch_df, members
 
 
 def _keeper_view(cfg: Config, from_batch: F.Column) -> list:

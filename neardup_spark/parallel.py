@@ -23,6 +23,24 @@ def in_background(fn: Callable[[], T]) -> "Future[T]":
         pool.shutdown(wait=False)
 
 
+def started(fn: Callable[[], T]) -> "Future[T]":
+    """fn() started now in a thread that keeps the caller's Spark job description, so a
+    small Spark action overlaps the caller's own; `.result()` waits for it and re-raises
+    its error."""
+    from pyspark import InheritableThread
+
+    future: Future = Future()
+
+    def go():
+        try:
+            future.set_result(fn())
+        except BaseException as exc:  # handed to whoever asks for the result
+            future.set_exception(exc)
+
+    InheritableThread(target=go, daemon=True).start()
+    return future
+
+
 def run_all(tasks: list, parallel: bool = True) -> None:
     """Call every task; with `parallel`, each in its own thread (Spark runs their jobs
     at once: small jobs wait on scheduling more than on work). The first error is raised

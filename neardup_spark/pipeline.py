@@ -157,9 +157,8 @@ def checked_documents(raw: DataFrame, cfg: Config, st: _Stages, counts: dict) ->
     """documents(raw), checked (counts["documents"]) and spread over the cores."""
     with st.stage("read"):
         docs = documents(raw, cfg)
-        warm = _warm_python_workers(raw.sparkSession)
+        _warm_python_workers(raw.sparkSession)  # not waited for: the next Pandas UDF waits if it must
         counts["documents"] = check_documents(docs)
-        warm.join()
         return spread(drop_bookkeeping(docs), cfg)
 
 

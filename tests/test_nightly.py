@@ -89,6 +89,28 @@ def test_batches_give_the_clusters_of_one_full_run(appended):
     assert len(joined) > 0 and reports[1]["counts"]["archived_clusters_touched"] > 0
 
 
+def test_the_distributed_batch_graph_gives_the_driver_s_clusters(spark, batches, appended):
+    # cluster.driver_max_edges = 0 sends the batch graph through the backend instead of
+    # numpy on the driver: the same assignments, keepers included, and the same counts.
+    work, rows, paths = batches
+    _, _, _, reports, _ = appended
+    index = str(work / "index-spark-graph")
+    spread = {"cluster.driver_max_edges": 0}
+    nightly.build(spark, _cfg(**spread, **{"input.path": paths[0], "index.path": index}))
+    mine = []
+    for k in (1, 2):
+        mine.append(run(spark, _cfg(**spread, **{"input.path": paths[k], "index.path": index, "index.append": True,
+                                                 "output.path": str(work / f"gout{k}")})))
+        assert not mine[-1]["work"].get("components_on_driver")
+    assert all(r["work"]["components_on_driver"] == 1 for r in reports[1:])
+    for k, got in zip((1, 2), mine):
+        assert got["counts"] == reports[k]["counts"]
+        cols = ["doc_id", "cluster_id", "is_keeper", "keeper_id", "status", "in_batch"]
+        ours = pd.read_parquet(work / f"gout{k}" / "clusters")[cols].sort_values("doc_id", ignore_index=True)
+        theirs = pd.read_parquet(work / f"out{k}" / "clusters")[cols].sort_values("doc_id", ignore_index=True)
+        pd.testing.assert_frame_equal(ours, theirs)
+
+
 def test_simhash_128_batches_give_the_clusters_of_one_full_run(spark, batches):
     # The index keeps both fingerprint words; appends check them against the archive's.
     work, rows, paths = batches
