@@ -53,6 +53,7 @@ MANIFEST = "manifest.json"
 TEXT_DIGEST = "text_digest"
 PART = "_part"  # the part's position in the manifest, for "newest assignment wins"
 BUCKET_RANGE = "bucket_range"
+SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"
 ASSIGN_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
 # The configuration sections whose values decide pairs, clusters and keepers.
 PARAM_SECTIONS = ("normalise", "boilerplate", "shingle", "minhash", "match", "simhash", "lsh", "verify", "keeper")
@@ -113,11 +114,8 @@ class Index:
 
     def _union(self, spark: SparkSession, table: str) -> DataFrame | None:
         """The table's rows from every part that has it, with the part's position in PART."""
-        frames = [
-            spark.read.parquet(f"{self.part_path(p)}/{table}").withColumn(PART, F.lit(i))
-            for i, p in enumerate(self.parts)
-            if os.path.isdir(f"{self.part_path(p)}/{table}")
-        ]
+        read = [(i, read_table(spark, f"{self.part_path(p)}/{table}")) for i, p in enumerate(self.parts)]
+        frames = [df.withColumn(PART, F.lit(i)) for i, df in read if df is not None]
         if not frames:
             return None
         out = frames[0]
@@ -141,7 +139,10 @@ class Index:
         return self._live(spark, self._union(spark, "docs")).drop(PART)
 
     def bands(self, spark: SparkSession) -> DataFrame:
-        return self._live(spark, self._union(spark, "bands")).select(C.BUCKET, C.DOC_ID)
+        rows = self._union(spark, "bands")
+        if rows is None:  # no part has band rows (every document empty or an exact copy)
+            return self.docs(spark).select(F.lit(0).cast("long").alias(C.BUCKET), C.DOC_ID).limit(0)
+        return self._live(spark, rows).select(C.BUCKET, C.DOC_ID)
 
     def pairs(self, spark: SparkSession) -> DataFrame | None:
         """Every stored verified pair (doc_a, doc_b, ...) whose two documents still have the text it was found on."""
@@ -178,10 +179,43 @@ class Index:
         path = f"{self.part_path(self.parts[0])}/boilerplate"
         if not os.path.isdir(local_path(path)):
             return None
-        return frozenset(int(r[0]) for r in spark.read.parquet(path).collect())
+        keys = read_table(spark, path)
+        return frozenset() if keys is None else frozenset(int(r[0]) for r in keys.collect())
 
     def batch_part(self, fingerprint: str) -> str | None:
         return self.manifest.get("batches", {}).get(fingerprint)
+
+
+def read_table(spark: SparkSession, path: str) -> DataFrame | None:
+    """The Parquet table Spark wrote at `path` (a local directory), or None when it has no
+    data files (an empty partitioned write leaves only _SUCCESS: it holds no rows).
+
+    The schema comes from the Spark schema that every file Spark writes carries in its
+    footer, read here on the driver: `spark.read.parquet` would run a Spark job per table
+    and part to infer it, the largest share of a nightly batch's small jobs."""
+    first = _first_data_file(path)
+    if first is None:
+        return None
+    import pyarrow.parquet as pq
+    from pyspark.sql.types import StructType
+
+    meta = pq.read_schema(first).metadata or {}
+    row = meta.get(SPARK_ROW_METADATA)
+    if row is None:  # not written by Spark: let Spark infer the schema
+        return spark.read.parquet(path)
+    return spark.read.schema(StructType.fromJson(json.loads(row))).parquet(path)
+
+
+def _first_data_file(path: str) -> str | None:
+    """A Parquet data file under path, partition directories included (names starting
+    with _ or . are Spark's and Hadoop's bookkeeping)."""
+    root = local_path(path)
+    for top, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+        for name in sorted(files):
+            if not name.startswith(("_", ".")) and name.endswith(".parquet"):
+                return os.path.join(top, name)
+    return None
 
 
 def _require_local(path: str) -> str:

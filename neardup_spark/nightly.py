@@ -198,7 +198,8 @@ def append(spark: SparkSession, cfg: Config) -> dict:
 
 def _copy_output(spark, part_dir: str, cfg: Config) -> None:
     """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/)."""
-    stored = {name: spark.read.parquet(f"{part_dir}/output/{name}") for name in ("clusters", "pairs")}
+    # Spark writes a file (with the schema) even for an empty unpartitioned table.
+    stored = {name: ix.read_table(spark, f"{part_dir}/output/{name}") for name in ("clusters", "pairs")}
     run_all(parquet_writes(stored, cfg.output.path.rstrip("/"), cfg.output.mode))
 
 

@@ -161,6 +161,28 @@ def test_a_batch_of_known_documents_inserts_nothing(spark, appended):
     assert (out.set_index("doc_id").cluster_id == exported.cluster_id.reindex(out.doc_id)).all()
 
 
+def test_a_batch_that_adds_no_band_rows_leaves_an_index_the_next_batch_reads(spark, batches, tmp_path):
+    # Exact copies of archived texts under new ids: every newcomer matches exactly, so the
+    # part's band table gets no rows (a partitioned write leaves only _SUCCESS).
+    work, rows, paths = batches
+    index = str(tmp_path / "index")
+    nightly.build(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    copies = pd.read_json(paths[0], lines=True).head(5)
+    copies = copies.assign(id=[10**9 + i for i in range(len(copies))])
+    path = tmp_path / "copies.jsonl"
+    copies.to_json(path, orient="records", lines=True, date_format="iso")
+    first = run(spark, _cfg(**{"input.path": str(path), "index.path": index, "index.append": True,
+                               "output.path": str(tmp_path / "out-copies")}))
+    c = first["counts"]
+    assert c["new_documents"] == 5 and c["exact_archive_matches"] + c["exact_duplicates"] + c["empty"] == 5
+    part = open_index(index).parts[-1]
+    assert not list((Path(index) / "parts" / part / "bands").rglob("*.parquet"))
+    second = run(spark, _cfg(**{"input.path": paths[1], "index.path": index, "index.append": True,
+                                "output.path": str(tmp_path / "out-next")}))
+    assert second["counts"]["new_documents"] == len(pd.read_json(paths[1], lines=True))
+    assert open_index(index).manifest["version"] == 3
+
+
 def test_changed_text_under_an_archived_id_is_refused(spark, appended):
     work, rows, index, reports, full = appended
     before = open_index(index).manifest
