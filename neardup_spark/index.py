@@ -7,9 +7,10 @@ Layout (a local or mounted directory)::
       manifests/v00001.json ...  every version's manifest, kept for audit
       parts/<part>/docs/         one row per document added by the part:
                                  doc_id, text_digest, exact_hash, shingles, text_len, is_empty, keeper columns
-      parts/<part>/bands/        (bucket, doc_id) of the part's banded documents, sorted by bucket,
-                                 partitioned by bucket range (the top 4 bits): a lookup reads 16 bytes
-                                 plus the id per band and document, never texts or shingle sets
+      parts/<part>/bands/        (bucket, doc_id) of the part's banded documents, partitioned by
+                                 bucket range (the top 4 bits; rows within a file are in no order):
+                                 a lookup reads an 8-byte bucket and the id per band and document,
+                                 never texts or shingle sets
       parts/<part>/assign/       doc_id, cluster_id, is_keeper, keeper_id, status: the assignment this
                                  part set (its own documents and archived ones whose cluster changed)
       parts/<part>/output/       the batch's own results (clusters/, pairs/), re-emitted on a re-run;
@@ -265,7 +266,8 @@ def write_part(part_dir: str, docs: DataFrame | None, bands: DataFrame | None, a
     writes = parquet_writes(tables, part_dir, "errorifexists")
     if bands is not None:
         ranged = bands.withColumn(BUCKET_RANGE, F.shiftrightunsigned(F.col(C.BUCKET), 60).cast("int"))
-        ranged = ranged.repartition(BUCKET_RANGE).sortWithinPartitions(C.BUCKET)
+        # No sort by bucket: the writer sorts each task's rows by range, which undid it.
+        ranged = ranged.repartition(BUCKET_RANGE)
         writes.append(lambda: ranged.write.mode("errorifexists").partitionBy(BUCKET_RANGE).parquet(f"{part_dir}/bands"))
     run_all(writes, parallel)
 
