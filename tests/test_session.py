@@ -119,6 +119,37 @@ def test_cli_makes_the_archive_then_uses_it(tmp_path):
     assert reports[0] == reports[1]
 
 
+_STOP = r"""
+import threading, time
+from pyspark.sql import SparkSession
+from neardup_spark.session import stop_without_waiting
+
+def session():
+    return SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+
+spark = session()
+acc = spark.sparkContext.accumulator(0)
+spark.sparkContext.parallelize(range(10), 2).foreach(lambda x: acc.add(x))
+assert acc.value == 45  # the accumulator server worked
+server = spark.sparkContext._accumulatorServer
+stop_without_waiting(spark)
+assert SparkSession.getActiveSession() is None and spark.sparkContext._jsc is None
+deadline = time.time() + 5
+while any(t.name == "neardup-accumulator-shutdown" for t in threading.enumerate()) or not server.server_shutdown:
+    assert time.time() < deadline, "the accumulator server did not shut down"
+    time.sleep(0.05)
+assert session().range(3).count() == 3  # a new session starts after it
+print("stopped")
+"""
+
+
+def test_stop_without_waiting_stops_spark_and_then_its_accumulator_server():
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    proc = subprocess.run([sys.executable, "-c", _STOP], env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0 and "stopped" in proc.stdout, proc.stderr[-3000:]
+
+
 def test_short_local_runs_compile_with_c1_only(tmp_path, monkeypatch):
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     local = SparkConfig(master="local[2]")
