@@ -429,15 +429,8 @@ def _components_on_driver(spark, idx: ix.Index, found: dict, counts: dict, work:
     # Cluster nodes below every id in the graph: no collision with a batch or met id.
     base = min(0, int(src.min(initial=0)), int(dst.min(initial=0)), int(met_nids.min(initial=0))) - 1
     cluster_node = base - np.arange(touched.size, dtype=np.int64)
-    order = np.argsort(met_nids)
-    sorted_nids, node_sorted = met_nids[order], cluster_node[cluster_of_met][order]
-
-    def relabel(ids: np.ndarray) -> np.ndarray:
-        at = np.minimum(np.searchsorted(sorted_nids, ids), max(sorted_nids.size - 1, 0))
-        hit = sorted_nids[at] == ids if sorted_nids.size else np.zeros(ids.size, bool)
-        return np.where(hit, node_sorted[at] if sorted_nids.size else ids, ids)
-
-    a, b = relabel(src), relabel(dst)
+    node_of_met = cluster_node[cluster_of_met]
+    a, b = _relabel(src, met_nids, node_of_met), _relabel(dst, met_nids, node_of_met)
     keep = a != b
     nodes, labels = driver_components(a[keep], b[keep])
     work["components_rounds"], work["components_on_driver"] = 0, 1
@@ -453,6 +446,16 @@ def _components_on_driver(spark, idx: ix.Index, found: dict, counts: dict, work:
                                                       StructField("_comp", LongType(), False)]))
     members = _cut(idx.members_of(spark, F.broadcast(arch_df.select(C.CLUSTER_ID))))
     return comps_df, arch_df, members
+
+
+def _relabel(ids: np.ndarray, keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """ids, each one found in keys replaced by the value at the same position."""
+    if keys.size == 0:
+        return ids
+    order = np.argsort(keys)
+    keys, values = keys[order], values[order]
+    at = np.minimum(np.searchsorted(keys, ids), keys.size - 1)
+    return np.where(keys[at] == ids, values[at], ids)
 
 
 def _keeper_view(cfg: Config, from_batch: F.Column) -> list:
