@@ -64,7 +64,7 @@ from .pipeline import (
 from .read import read_input
 from .sketch import Stripping
 from .verify import verify
-from .write import check_output_free, parquet_writes, write_report
+from .write import check_output_free, copy_tables, parquet_writes, write_report
 
 _ADOC = "_adoc"  # an archived document's id
 _CNODE = "_cnode"  # an archived cluster's node in the batch graph (negative)
@@ -197,7 +197,10 @@ def append(spark: SparkSession, cfg: Config) -> dict:
 
 
 def _copy_output(spark, part_dir: str, cfg: Config) -> None:
-    """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/)."""
+    """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/): the
+    files copied, or (Spark Connect) the tables read and written again."""
+    if copy_tables(spark, f"{part_dir}/output", cfg.output.path, ["clusters", "pairs"], cfg.output.mode):
+        return
     # Spark writes a file (with the schema) even for an empty unpartitioned table.
     stored = {name: ix.read_table(spark, f"{part_dir}/output/{name}") for name in ("clusters", "pairs")}
     run_all(parquet_writes(stored, cfg.output.path.rstrip("/"), cfg.output.mode))

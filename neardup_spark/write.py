@@ -79,6 +79,32 @@ def parquet_writes(tables: dict[str, DataFrame], root: str, mode: str) -> list:
     return [lambda name=name, df=df: df.write.mode(mode).parquet(f"{root}/{name}") for name, df in tables.items()]
 
 
+def copy_tables(spark: SparkSession, src_root: str, dst_root: str, names: list[str], mode: str) -> bool:
+    """Copy the table directories src_root/name to dst_root/name file by file, with the
+    Hadoop FileSystem API of Spark's JVM (any scheme Spark writes to), as `mode` says
+    (errorifexists, overwrite). Returns False, copying nothing, where the session has no
+    JVM at hand (Spark Connect): read and write the tables with Spark instead.
+
+    A copy is a few listing and stream calls; reading and rewriting the same rows with
+    Spark costs two jobs per table."""
+    try:
+        jvm, conf = spark.sparkContext._jvm, spark.sparkContext._jsc.hadoopConfiguration()
+    except Exception:  # Spark Connect: no SparkContext
+        return False
+    hpath, util = jvm.org.apache.hadoop.fs.Path, jvm.org.apache.hadoop.fs.FileUtil
+    for name in names:
+        src, dst = hpath(f"{src_root.rstrip('/')}/{name}"), hpath(f"{dst_root.rstrip('/')}/{name}")
+        src_fs, dst_fs = src.getFileSystem(conf), dst.getFileSystem(conf)
+        if dst_fs.exists(dst):
+            if mode != "overwrite":
+                raise NeardupError(f"output {dst.toString()!r} already exists; pass --overwrite "
+                                   "(output.mode = 'overwrite') to replace it")
+            dst_fs.delete(dst, True)
+        if not util.copy(src_fs, src, dst_fs, dst, False, conf):
+            raise NeardupError(f"could not copy {src.toString()!r} to {dst.toString()!r}")
+    return True
+
+
 def write_tables(result: "DedupResult", cfg: Config) -> None:
     """Write the Parquet tables under cfg.output.path (boilerplate/ when stripping ran), by concurrent jobs."""
     tables = {"clusters": result.clusters, "pairs": result.pairs, "deduplicated": result.deduplicated}

@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 
 from neardup_spark import Config, cli, nightly
-from neardup_spark.errors import InputError
+from neardup_spark.errors import InputError, NeardupError
 from neardup_spark.index import IndexError_, open_index
 from neardup_spark.pipeline import run
+from neardup_spark.write import copy_tables
 
 from . import oracles
 
@@ -131,18 +132,36 @@ def test_simhash_128_batches_give_the_clusters_of_one_full_run(spark, batches):
                                                           "index.append": True, "output.path": str(work / "sbad")}))
 
 
-def test_rerunning_a_batch_changes_nothing_and_repeats_its_output(spark, appended):
+def test_rerunning_a_batch_changes_nothing_and_repeats_its_output(spark, appended, monkeypatch):
     work, rows, index, reports, full = appended
     before = open_index(index).manifest
     cfg = _cfg(**{"input.path": str(work / "batch1.jsonl"), "index.path": index, "index.append": True,
                   "output.path": str(work / "again1")})
     report = run(spark, cfg)
     assert report["replayed"] and open_index(index).manifest == before
+    # Without a JVM at hand (Spark Connect) the stored output is read and written by Spark instead.
+    monkeypatch.setattr(nightly, "copy_tables", lambda *args: False)
+    assert run(spark, cfg.with_overrides({"output.path": str(work / "again1-spark")}))["replayed"]
     for name in ("clusters", "pairs"):
         first = pd.read_parquet(work / "out1" / name)
-        again = pd.read_parquet(work / "again1" / name)
         key = list(first.columns)
-        assert first.sort_values(key).reset_index(drop=True).equals(again.sort_values(key).reset_index(drop=True))
+        for again in ("again1", "again1-spark"):
+            other = pd.read_parquet(work / again / name)
+            assert first.sort_values(key).reset_index(drop=True).equals(other.sort_values(key).reset_index(drop=True))
+
+
+def test_copied_tables_read_back_the_same_and_respect_the_output_mode(spark, tmp_path):
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    rows = spark.range(0, 1000, 1, 3).selectExpr("id", "cast(id * 7 as string) as name")
+    rows.write.parquet(str(src / "t"))
+    assert copy_tables(spark, str(src), f"file://{dst}", ["t"], "errorifexists")
+    assert (dst / "t" / "_SUCCESS").exists()
+    assert sorted(spark.read.parquet(str(dst / "t")).collect()) == sorted(rows.collect())
+    with pytest.raises(NeardupError, match="already exists"):
+        copy_tables(spark, str(src), str(dst), ["t"], "errorifexists")
+    spark.range(5).write.mode("overwrite").parquet(str(src / "t"))
+    assert copy_tables(spark, str(src), str(dst), ["t"], "overwrite")
+    assert sorted(r.id for r in spark.read.parquet(str(dst / "t")).collect()) == [0, 1, 2, 3, 4]
 
 
 def test_a_batch_of_known_documents_inserts_nothing(spark, appended):
