@@ -199,10 +199,11 @@ def append(spark: SparkSession, cfg: Config) -> dict:
 def _copy_output(spark, part_dir: str, cfg: Config) -> None:
     """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/): the
     files copied, or (Spark Connect) the tables read and written again."""
-    if copy_tables(spark, f"{part_dir}/output", cfg.output.path, ["clusters", "pairs"], cfg.output.mode):
+    names = ["clusters", "pairs"]
+    if copy_tables(spark, f"{part_dir}/output", cfg.output.path, names, cfg.output.mode):
         return
     # Spark writes a file (with the schema) even for an empty unpartitioned table.
-    stored = {name: ix.read_table(spark, f"{part_dir}/output/{name}") for name in ("clusters", "pairs")}
+    stored = {name: ix.read_table(spark, f"{part_dir}/output/{name}") for name in names}
     run_all(parquet_writes(stored, cfg.output.path.rstrip("/"), cfg.output.mode))
 
 

@@ -60,7 +60,11 @@ def check_output_free(cfg: Config) -> None:
     if cfg.output.mode == "errorifexists" and is_local_path(out):
         local = _local(out)
         if os.path.exists(local) and (not os.path.isdir(local) or os.listdir(local)):
-            raise NeardupError(f"output {out!r} already exists; pass --overwrite (output.mode = 'overwrite') to replace it")
+            raise _exists(out)
+
+
+def _exists(out: str) -> NeardupError:
+    return NeardupError(f"output {out!r} already exists; pass --overwrite (output.mode = 'overwrite') to replace it")
 
 
 def local_path(path: str) -> str:
@@ -97,8 +101,7 @@ def copy_tables(spark: SparkSession, src_root: str, dst_root: str, names: list[s
         src_fs, dst_fs = src.getFileSystem(conf), dst.getFileSystem(conf)
         if dst_fs.exists(dst):
             if mode != "overwrite":
-                raise NeardupError(f"output {dst.toString()!r} already exists; pass --overwrite "
-                                   "(output.mode = 'overwrite') to replace it")
+                raise _exists(dst.toString())
             dst_fs.delete(dst, True)
         if not util.copy(src_fs, src, dst_fs, dst, False, conf):
             raise NeardupError(f"could not copy {src.toString()!r} to {dst.toString()!r}")
