@@ -42,18 +42,31 @@ def bucket_pairs(nid: np.ndarray, bucket: np.ndarray, limit: int) -> Iterator[tu
     """(doc_a, doc_b) int64 arrays, in chunks of about _BATCH_PAIRS, for rows (nid[i], bucket[i])
     holding every row of their buckets: all pairs of a bucket of 2..limit members, a star to
     the smallest nid beyond that; doc_a < doc_b. Not deduplicated across buckets."""
-    order = np.lexsort((nid, bucket))
-    ids, keys = nid[order], bucket[order]
-    if len(keys) < 2:
+    if len(bucket) < 2:
         return
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    sizes = np.diff(np.r_[starts, len(keys)])
-    shared = sizes > 1
-    starts, sizes = starts[shared], sizes[shared]
+    ids, sizes = _shared_runs(nid, bucket)
+    starts = np.cumsum(sizes) - sizes
     big = sizes > limit
     yield from _stars(ids, starts[big], sizes[big])
     for size in np.unique(sizes[~big]):
         yield from _all_pairs(ids, starts[sizes == size], int(size))
+
+
+def _shared_runs(nid: np.ndarray, bucket: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, sizes): the ids of every bucket with two or more rows, bucket after bucket,
+    ascending within each, and each such bucket's row count.
+
+    Nearly every bucket holds one row, so one sort by bucket finds the shared ones and
+    only their rows are then ordered by id: a lexsort of all rows by (bucket, id) cost
+    ~8x the one-key sort, most of this stage's numpy time."""
+    order = np.argsort(bucket)
+    keys = bucket[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    sizes = np.diff(np.r_[starts, len(keys)])
+    shared = sizes > 1
+    ids = nid[order[np.repeat(shared, sizes)]]
+    run = np.repeat(np.arange(np.count_nonzero(shared)), sizes[shared])
+    return ids[np.lexsort((ids, run))], sizes[shared]
 
 
 def _stars(ids: np.ndarray, starts: np.ndarray, sizes: np.ndarray):
