@@ -31,7 +31,7 @@ from .index import TEXT_DIGEST, text_digest
 from .keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
 from .parallel import in_background
 from .params import advice, lsh_params
-from .read import check_documents, documents, drop_bookkeeping, read_input, spread
+from .read import check_documents, documents, drop_bookkeeping, internal_id, read_input, spread
 from .sketch import SimHashLayout, Stripping, containment_classes, sketch
 from .verify import verify
 from .write import check_output_free, keeper_rows, write_report, write_tables
@@ -102,7 +102,7 @@ class _Stages:
 class Prepared:
     """Documents read, checked, stripped of boilerplate (when enabled) and sketched."""
 
-    docs: DataFrame  # doc_id, text, metadata: checked, as read (before stripping)
+    docs: DataFrame  # _nid, doc_id, text, metadata: checked, as read (before stripping)
     table: DataFrame  # per document: _nid, doc_id, exact_hash, shingles, bands, is_empty, keeper inputs
     counts: dict[str, int]
     boilerplate: dict  # the report's "boilerplate" section
@@ -154,29 +154,30 @@ def prepared(raw: DataFrame, cfg: Config, st: _Stages | None = None, digest: boo
 
 
 def checked_documents(raw: DataFrame, cfg: Config, st: _Stages, counts: dict) -> DataFrame:
-    """documents(raw), checked (counts["documents"]) and spread over the cores."""
+    """documents(raw), checked (counts["documents"]), with their internal ids (`_nid`),
+    spread over the cores."""
     with st.stage("read"):
         docs = documents(raw, cfg)
         _warm_python_workers(raw.sparkSession)  # not waited for: the next Pandas UDF waits if it must
-        counts["documents"] = check_documents(docs)
-        return spread(drop_bookkeeping(docs), cfg)
+        counts["documents"], salt = check_documents(docs)
+        spread_docs = spread(drop_bookkeeping(docs), cfg)
+        return spread_docs.withColumn(C.NID, internal_id(F.col(C.DOC_ID), salt))
 
 
 def sketched(docs: DataFrame, cfg: Config, st: _Stages, counts: dict, strip: Stripping | None = None,
              digest: bool = False, expected: int | None = None, sampled: bool = False):
-    """(the persisted sketch table, its summary row) for checked documents; counts["empty"].
+    """(the persisted sketch table, its summary row) for checked documents (with their
+    `_nid`, see `checked_documents`); counts["empty"].
 
     With `digest`, an existing text_digest column is kept, else computed."""
     lsh = lsh_params(cfg)
     with st.stage("sketch"):
-        # Internal ids: every later shuffle moves 8-byte longs, whatever the
-        # users' ids are (URLs run to 100 bytes). Fixed once the table is persisted.
+        # Internal ids (from checked_documents): every later shuffle moves 8-byte longs,
+        # whatever the users' ids are (URLs run to 100 bytes).
         extra = []
         if digest:
             extra = [F.col(TEXT_DIGEST) if TEXT_DIGEST in docs.columns else text_digest(F.col(C.TEXT)).alias(TEXT_DIGEST)]
-        slim = docs.select(
-            F.monotonically_increasing_id().alias(C.NID), C.DOC_ID, C.TEXT, *keeper_inputs(docs, cfg), *extra,
-        )
+        slim = docs.select(C.NID, C.DOC_ID, C.TEXT, *keeper_inputs(docs, cfg), *extra)
         table = st.keep(sketch(slim, cfg, lsh, strip))
         aggs = [F.count(F.lit(1)).alias("n"), F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty")]
         if strip is not None:

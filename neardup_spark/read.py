@@ -3,18 +3,19 @@
 `read_input` opens what `[input]` names; `documents` renames the user's id and
 text columns to the pipeline's own and checks the schema; `check_documents`
 is the one cheap action that runs before any heavy work, so null or
-duplicate ids and malformed JSON lines stop the run with a one-line error.
+duplicate ids and malformed JSON lines stop the run with a one-line error;
+it also picks the salt of the internal ids (`internal_id`).
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from . import columns as C
 from .config import Config
-from .errors import InputError, one_line
+from .errors import InputError, NeardupError, one_line
 from .keepers import keeper_columns
 
 CORRUPT = "_corrupt_record"
@@ -97,35 +98,68 @@ def documents(raw: DataFrame, cfg: Config) -> DataFrame:
     return raw.select(*cols)
 
 
-def check_documents(docs: DataFrame) -> int:
-    """Fail fast on malformed rows, null ids or duplicate ids; return the row count.
+# Internal ids are 63-bit hashes of the document ids (non-negative: the nightly batch graph
+# gives archived documents negative ids). A salt is tried after another while two ids of
+# the input hash alike (at 10M ids about one input in 10^5 needs a second).
+_SALTS = 16
+_HASH = "_id_hash"
 
-    One job in the normal case: the ids are grouped once and every figure
-    comes from the groups; examples are fetched only to explain a failure.
+
+def internal_id(doc_id: Column, salt: int) -> Column:
+    """A document's internal id (`_nid`): a function of its id alone, so every order
+    derived from it (the smallest member of a big LSH bucket, its star's centre) is the
+    same on every run and every partitioning. The salt comes first: it seeds the id's hash."""
+    return F.xxhash64(F.lit(salt), doc_id).bitwiseAND(F.lit(0x7FFFFFFFFFFFFFFF))
+
+
+def check_documents(docs: DataFrame) -> tuple[int, int]:
+    """Fail fast on malformed rows, null ids or duplicate ids; return (the row count, the
+    salt under which `internal_id` differs for every id).
+
+    One job in the normal case: the rows are grouped once by internal id and every
+    figure comes from the groups (a second, independently seeded hash of the id tells
+    repeats of one id from two ids that clash); examples are fetched only to explain
+    a failure.
     """
     has_corrupt = CORRUPT in docs.columns
-    aggs = [F.count(F.lit(1)).alias("n")]
+    for salt in range(_SALTS):
+        row = _id_totals(docs, salt, has_corrupt)
+        _refuse_bad_rows(docs, row, has_corrupt)
+        if not row["clashes"]:
+            return int(row["n"] or 0), salt
+    raise NeardupError(f"internal ids still clash after {_SALTS} salts")  # pragma: no cover - ~never
+
+
+def _id_totals(docs: DataFrame, salt: int, has_corrupt: bool):
+    """Rows, null ids, duplicate ids, ids whose internal id another id has[, malformed rows]."""
+    keyed = F.col(C.DOC_ID).isNotNull()
+    check = F.xxhash64(F.lit(salt), F.lit(-1), F.col(C.DOC_ID))
+    aggs = [F.count(F.lit(1)).alias("n"), F.min(check).alias("lo"), F.max(check).alias("hi")]
     if has_corrupt:
         aggs.append(F.sum(F.col(CORRUPT).isNotNull().cast("long")).alias("bad"))
-    per_id = docs.groupBy(C.DOC_ID).agg(*aggs)
+    groups = docs.groupBy(F.when(keyed, internal_id(F.col(C.DOC_ID), salt)).alias(_HASH)).agg(*aggs)
+    key, n, one_id = F.col(_HASH).isNotNull(), F.col("n"), F.col("lo") == F.col("hi")
     totals = [
-        F.sum("n").alias("n"),
-        F.sum(F.when(F.col(C.DOC_ID).isNull(), F.col("n")).otherwise(0)).alias("null_ids"),
-        F.sum(F.when(F.col(C.DOC_ID).isNotNull() & (F.col("n") > 1), 1).otherwise(0)).alias("dup_ids"),
+        F.sum(n).alias("n"),
+        F.sum(F.when(~key, n).otherwise(0)).alias("null_ids"),
+        F.sum(F.when(key & (n > 1) & one_id, 1).otherwise(0)).alias("dup_ids"),
+        F.sum(F.when(key & ~one_id, 1).otherwise(0)).alias("clashes"),
     ]
     if has_corrupt:
         totals.append(F.sum("bad").alias("corrupt"))
-    row = per_id.agg(*totals).first()
+    return groups.agg(*totals).first()
+
+
+def _refuse_bad_rows(docs: DataFrame, row, has_corrupt: bool) -> None:
     if has_corrupt and row["corrupt"]:
         example = docs.where(F.col(CORRUPT).isNotNull()).select(F.substring(CORRUPT, 1, 80)).first()[0]
         raise InputError(f"{row['corrupt']} malformed JSON line(s) in the input, e.g. {example!r}")
     if row["null_ids"]:
         raise InputError(f"{row['null_ids']} document(s) have a null id; every document needs an id")
     if row["dup_ids"]:
-        dups = per_id.where(F.col("n") > 1).limit(3).collect()
-        shown = ", ".join(f"{r[C.DOC_ID]!r} (x{r['n']})" for r in dups)
+        dups = docs.groupBy(C.DOC_ID).count().where(F.col("count") > 1).limit(3).collect()
+        shown = ", ".join(f"{r[C.DOC_ID]!r} (x{r['count']})" for r in dups)
         raise InputError(f"duplicate document ids, e.g. {shown}; ids must be unique")
-    return int(row["n"] or 0)
 
 
 def spread(docs: DataFrame, cfg: Config) -> DataFrame:

@@ -114,6 +114,31 @@ def test_same_clusters_and_keepers_at_1_3_and_8_partitions(spark, rows):
     assert runs[0] == runs[1] == runs[2]
 
 
+def test_same_clusters_and_pairs_at_1_3_and_8_partitions_with_star_buckets(spark):
+    # Shared site boilerplate fills buckets beyond the all-pairs limit, which then emit a
+    # star to their smallest internal id: that id must not depend on the partitioning
+    # (with monotonically_increasing_id ids, clusters and pairs differed between these runs).
+    rows = list(corpus.generate(corpus.CorpusSpec(n_docs=900, seed=21, boilerplate_share=0.4)))
+    raw = spark.createDataFrame(rows)
+    cfg = Config().with_overrides({"keeper.rules": "earliest", "lsh.all_pairs_bucket_limit": 2})
+    runs = [_clusters(raw.repartition(n), cfg) for n in (1, 3, 8)]
+    assert runs[0] == runs[1] == runs[2]
+
+
+def test_clashing_internal_ids_take_the_next_salt(spark, rows, monkeypatch):
+    from neardup_spark import read
+
+    real = read.internal_id
+    monkeypatch.setattr(read, "internal_id", lambda doc_id, salt: F.lit(7).cast("long") if salt == 0 else real(doc_id, salt))
+    docs = read.documents(spark.createDataFrame(rows[:50]), Config())
+    assert read.check_documents(docs) == (50, 1)
+    twice = read.documents(spark.createDataFrame(rows[:50] + rows[:1]), Config())
+    with pytest.raises(InputError, match="duplicate document ids"):  # repeats inside a clash are still found
+        read.check_documents(twice)
+    monkeypatch.setattr(read, "internal_id", real)
+    assert read.check_documents(docs) == (50, 0)
+
+
 def test_string_ids_and_awkward_documents(spark):
     long_doc = " ".join(f"word{i % 5000}" for i in range(1_700_000))  # ~13 MB
     docs = [
