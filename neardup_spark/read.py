@@ -100,7 +100,7 @@ def documents(raw: DataFrame, cfg: Config) -> DataFrame:
 
 # Internal ids are 63-bit hashes of the document ids (non-negative: the nightly batch graph
 # gives archived documents negative ids). A salt is tried after another while two ids of
-# the input hash alike (at 10M ids about one input in 10^5 needs a second).
+# the input hash alike (at 10M ids, n^2/2^64: about one input in 200,000 needs a second).
 _SALTS = 16
 _HASH = "_id_hash"
 
