@@ -16,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column
 
 from .config import NormaliseConfig
@@ -83,7 +84,8 @@ def collapse(cps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarr
     """`spaced` texts as code points (see `hashing.codepoints`) -> their normalised code
     points: every run of spaces becomes one, so a text is its words joined by single
     spaces (a regex over each text cost a third of the sketch; this is a few numpy passes).
-    Texts neither start nor end with a space, so a run never crosses from one into the next."""
+    Texts do not start with a space and end with none or one, so a run never crosses from
+    one into the next. Code points or UTF-8 bytes alike (a space is 32 in both)."""
     space = cps == SPACE
     repeat = np.flatnonzero(space[1:] & space[:-1]) + 1
     if repeat.size == 0:
@@ -101,6 +103,23 @@ def decode_codepoints(cps: np.ndarray) -> str:
 def normalised_codepoints(folded: Sequence[str], punctuation: bool) -> tuple[np.ndarray, np.ndarray]:
     """Folded texts (see `fold_series`) -> their normalised forms as code points and offsets."""
     return collapse(*codepoints(spaced(folded, punctuation)))
+
+
+def normalised_utf8(folded: Sequence[str], punctuation: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Folded texts -> their normalised forms as UTF-8 (uint8) with one space after each
+    non-empty text, and int64 byte offsets (len n+1): text i is data[offsets[i]:offsets[i+1] - 1]
+    when it is not empty. The space ends the text's last word as the others end theirs
+    (see `hashing.utf8_word_units`).
+
+    Folded texts come from UTF-8 (`fold_series` decodes invalid bytes to U+FFFD), so they
+    hold no lone surrogates and encode as they are; Arrow encodes them in C."""
+    table = _translation(punctuation)
+    ended = [s + " " if (s := t.translate(table).strip(" ")) else s for t in folded]
+    arr = pa.array(ended, pa.large_string())
+    _, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=len(ended) + 1)
+    data = np.frombuffer(data_buf, dtype=np.uint8, count=int(offsets[-1])) if data_buf is not None else np.zeros(0, np.uint8)
+    return collapse(data, offsets)
 
 
 def normalise_series(texts: pd.Series, opts: NormaliseConfig) -> pd.Series:

@@ -40,7 +40,7 @@ from . import columns as C
 from . import containment, hashing, simhash
 from .boilerplate import strip_normalised
 from .config import Config, NormaliseConfig
-from .normalise import decode_codepoints, fold_series, normalised_codepoints
+from .normalise import decode_codepoints, fold_series, normalised_codepoints, normalised_utf8
 from .params import LshParams, lsh_params
 
 _DIGEST_BYTES = 16
@@ -248,12 +248,27 @@ def _digests(cps: np.ndarray, offsets: np.ndarray) -> list[bytes | None]:
     return [digest(text[s:e]) if e > s else None for s, e in zip(bounds[:-1], bounds[1:])]
 
 
+def _utf8_digests(data: np.ndarray, offsets: np.ndarray) -> list[bytes | None]:
+    """`digest` of each normalised text given as UTF-8 with its one trailing space
+    (see `normalised_utf8`; None for an empty one)."""
+    whole, bounds = memoryview(data), offsets.tolist()
+    return [_blake(whole[s : e - 1]) if e > s else None for s, e in zip(bounds[:-1], bounds[1:])]
+
+
 def _shingled(texts: list[str], punctuation: bool, unit: str, k: int, seed: int,
               with_counts: bool) -> tuple[tuple[np.ndarray, ...], list[bytes | None]]:
     """Folded texts -> their shingle sets (values, offsets[, counts]) and exact-pass digests
-    (None for a text that normalises to nothing), CHUNK_CHARS code points at a time."""
+    (None for a text that normalises to nothing). Words are found in UTF-8, TOKEN_CHARS
+    characters at a time; character shingles need code points, CHUNK_CHARS at a time."""
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     parts, digests = [], []
+    if unit == "word":
+        for lo, hi in hashing.ranges_under(lengths, hashing.TOKEN_CHARS):
+            data, offsets = normalised_utf8(texts[lo:hi], punctuation)
+            digests += _utf8_digests(data, offsets)
+            units, unit_offsets = hashing.utf8_word_units(data, offsets)
+            parts.append(hashing.shingle_hashes(units, unit_offsets, k, seed, with_counts))
+        return hashing.join_sets(parts), digests
     for lo, hi in hashing.ranges_under(lengths, hashing.CHUNK_CHARS):
         cps, offsets = normalised_codepoints(texts[lo:hi], punctuation)
         digests += _digests(cps, offsets)

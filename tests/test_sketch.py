@@ -69,6 +69,7 @@ def test_digests_and_sets_do_not_depend_on_script_or_chunking(monkeypatch):
              "\ud800 lone surrogate text", "...", None] * 5
     whole = frame(texts)
     monkeypatch.setattr(H, "CHUNK_CHARS", 7)
+    monkeypatch.setattr(H, "TOKEN_CHARS", 7)
     cut = frame(texts)
     for i, t in enumerate(texts):
         want = digest(normalise_text(t)) if t is not None and normalise_text(t) else None
