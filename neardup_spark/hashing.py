@@ -1,9 +1,10 @@
 """Vectorised numpy kernels for shingling and MinHash. No Spark, no per-row Python.
 
 Texts arrive already normalised (see `normalise`): tokens are separated by
-single spaces. A batch of texts becomes one array of Unicode code points;
-tokens are hashed with a polynomial prefix-sum trick, k-shingles combine k
-token hashes, and every shingle ends as a 32-bit value mixed with the seed.
+single spaces. A token's hash is a polynomial over its Unicode code points
+(one prefix sum over a batch's code points; the sketch hashes only a batch's
+distinct words so, see `utf8_word_units`), k-shingles combine k token
+hashes, and every shingle ends as a 32-bit value mixed with the seed.
 Because those values are (pseudo-)random and independent of the seed-chosen
 permutations, each permutation ``x -> (a*x + b) mod 2**32`` (odd ``a``) is a
 bijection of random values, so the MinHash estimate is unbiased; the unit
