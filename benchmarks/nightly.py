@@ -132,7 +132,7 @@ def run_cli(args: list[str], logs: Path, spark_args: list[str]) -> dict:
     if proc.returncode:
         raise SystemExit(f"{' '.join(args[:2])} failed (exit {proc.returncode}):\n{' '.join(cmd)}\n{stderr[-6000:]}")
     costs = sparklog.costs_by_stage(sparklog.newest_log(logs))
-    return {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss.peak / 2**20),
+    return {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss.peak / 2**20), "peak_pss_mb": round(rss.peak_pss / 2**20),
             "shuffle_mb": {k: round(v["shuffle_bytes"] / 2**20, 1) for k, v in costs.items() if v["shuffle_bytes"]},
             "task_seconds": {k: v["task_seconds"] for k, v in costs.items()},
             "load_average": load.as_dict(), "source_sha256": [source_before, source_digest()], "stdout": stdout}

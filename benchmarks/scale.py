@@ -7,7 +7,9 @@ Each size: the seeded seven-edit corpus is generated once (cached under
 local[2] and conf/local.toml, session start included, as a user would
 experience it. Prints a table and writes benchmarks/results/scale.json.
 Peak memory is the summed RSS of the process tree (JVM and Python
-workers); shuffle bytes per pipeline stage come from Spark's event log.
+workers), which counts pages that forked workers share once per worker,
+and the summed PSS, which splits them (see `sparklog.PeakRss`); shuffle
+bytes per pipeline stage come from Spark's event log.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def run_once(corpus_path: Path, out: Path, master: str, partitions: int, extra: 
     costs = sparklog.costs_by_stage(sparklog.newest_log(logs))
     return {"process_seconds": round(wall, 2), "pipeline_seconds": report["wall_seconds"],
             "stage_seconds": report["stage_seconds"], "counts": report["counts"],
-            "peak_rss_mb": round(rss.peak / 2**20),
+            "peak_rss_mb": round(rss.peak / 2**20), "peak_pss_mb": round(rss.peak_pss / 2**20),
+            "processes_at_peak_rss": rss.processes,
             "shuffle_mb": {k: round(v["shuffle_bytes"] / 2**20, 1) for k, v in costs.items() if v["shuffle_bytes"]},
             "task_seconds": {k: v["task_seconds"] for k, v in costs.items()}}
 
@@ -109,7 +112,7 @@ def main(argv=None) -> list[dict]:
     print(describe_class_archive(archive))
     rows = []
     print(f"{'docs':>9} {'process s':>10} {'pipeline s':>11} {'candidates':>11} {'verified':>9} {'peak RSS MB':>12}"
-          f" {'shuffle MB':>11}  stage seconds")
+          f" {'peak PSS MB':>12} {'shuffle MB':>11}  stage seconds")
     for docs in args.docs:
         path = corpus_dir(work, docs, args.seed)
         extra = ["--conf", f"spark.driver.memory={args.driver_memory}"] if args.driver_memory else []
@@ -117,7 +120,7 @@ def main(argv=None) -> list[dict]:
         rows.append(row)
         c = row["counts"]
         print(f"{docs:>9} {row['process_seconds']:>10} {row['pipeline_seconds']:>11} {c['candidate_pairs']:>11}"
-              f" {c['verified_pairs']:>9} {row['peak_rss_mb']:>12} {sum(row['shuffle_mb'].values()):>11.1f}"
+              f" {c['verified_pairs']:>9} {row['peak_rss_mb']:>12} {row['peak_pss_mb']:>12} {sum(row['shuffle_mb'].values()):>11.1f}"
               f"  {json.dumps(row['stage_seconds'])}", flush=True)
         print(f"{'':>9} shuffle MB by stage: {json.dumps(row['shuffle_mb'])}", flush=True)
         print(f"{'':>9} task seconds by stage: {json.dumps(row['task_seconds'])}", flush=True)

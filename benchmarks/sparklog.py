@@ -96,11 +96,24 @@ def _rss_bytes(pid: int) -> int:
         return 0
 
 
+def _pss_bytes(pid: int) -> int:
+    """Proportional set size (Linux 4.14+ smaps_rollup); RSS where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return _rss_bytes(pid)
+
+
 class PeakRss:
-    """Peak summed RSS of a process tree, sampled in a background thread."""
+    """Peaks of the summed RSS and PSS of a process tree (and its size then), sampled
+    in a background thread."""
 
     def __init__(self, pid: int, interval: float = 0.2):
-        self.pid, self.interval, self.peak = pid, interval, 0
+        self.pid, self.interval, self.peak, self.peak_pss, self.processes = pid, interval, 0, 0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -111,7 +124,10 @@ class PeakRss:
                 p = todo.pop()
                 tree.append(p)
                 todo.extend(_children(p))
-            self.peak = max(self.peak, sum(_rss_bytes(p) for p in tree))
+            rss = sum(_rss_bytes(p) for p in tree)
+            if rss > self.peak:
+                self.peak, self.processes = rss, len(tree)
+            self.peak_pss = max(self.peak_pss, sum(_pss_bytes(p) for p in tree))
             self._stop.wait(self.interval)
 
     def __enter__(self) -> "PeakRss":
