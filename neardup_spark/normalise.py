@@ -113,8 +113,7 @@ def normalised_utf8(folded: Sequence[str], punctuation: bool) -> tuple[np.ndarra
 
     Folded texts come from UTF-8 (`fold_series` decodes invalid bytes to U+FFFD), so they
     hold no lone surrogates and encode as they are; Arrow encodes them in C."""
-    table = _translation(punctuation)
-    ended = [s + " " if (s := t.translate(table).strip(" ")) else s for t in folded]
+    ended = [t + " " if t else t for t in spaced(folded, punctuation)]
     arr = pa.array(ended, pa.large_string())
     _, offsets_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=len(ended) + 1)

@@ -255,24 +255,28 @@ def _utf8_digests(data: np.ndarray, offsets: np.ndarray) -> list[bytes | None]:
     return [_blake(whole[s : e - 1]) if e > s else None for s, e in zip(bounds[:-1], bounds[1:])]
 
 
+def _normalised_units(texts: list[str], punctuation: bool, unit: str) -> tuple[list[bytes | None], np.ndarray, np.ndarray]:
+    """Folded texts -> (exact-pass digests, shingle units, per-text unit offsets). Words
+    are found in UTF-8; character units need code points."""
+    if unit == "word":
+        data, offsets = normalised_utf8(texts, punctuation)
+        return (_utf8_digests(data, offsets), *hashing.utf8_word_units(data, offsets))
+    cps, offsets = normalised_codepoints(texts, punctuation)
+    return (_digests(cps, offsets), *hashing.char_units(cps, offsets))
+
+
 def _shingled(texts: list[str], punctuation: bool, unit: str, k: int, seed: int,
               with_counts: bool) -> tuple[tuple[np.ndarray, ...], list[bytes | None]]:
     """Folded texts -> their shingle sets (values, offsets[, counts]) and exact-pass digests
-    (None for a text that normalises to nothing). Words are found in UTF-8, TOKEN_CHARS
-    characters at a time; character shingles need code points, CHUNK_CHARS at a time."""
+    (None for a text that normalises to nothing), TOKEN_CHARS (words) or CHUNK_CHARS
+    (characters, as uint64 code points) characters at a time."""
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     parts, digests = [], []
-    if unit == "word":
-        for lo, hi in hashing.ranges_under(lengths, hashing.TOKEN_CHARS):
-            data, offsets = normalised_utf8(texts[lo:hi], punctuation)
-            digests += _utf8_digests(data, offsets)
-            units, unit_offsets = hashing.utf8_word_units(data, offsets)
-            parts.append(hashing.shingle_hashes(units, unit_offsets, k, seed, with_counts))
-        return hashing.join_sets(parts), digests
-    for lo, hi in hashing.ranges_under(lengths, hashing.CHUNK_CHARS):
-        cps, offsets = normalised_codepoints(texts[lo:hi], punctuation)
-        digests += _digests(cps, offsets)
-        parts.append(hashing.shingle_codepoints(cps, offsets, unit, k, seed, with_counts))
+    chunk = hashing.TOKEN_CHARS if unit == "word" else hashing.CHUNK_CHARS
+    for lo, hi in hashing.ranges_under(lengths, chunk):
+        found, units, unit_offsets = _normalised_units(texts[lo:hi], punctuation, unit)
+        digests += found
+        parts.append(hashing.shingle_hashes(units, unit_offsets, k, seed, with_counts))
     return hashing.join_sets(parts), digests
 
 
