@@ -282,18 +282,32 @@ def unpack_set(blob: bytes) -> np.ndarray:
 
 
 def intersection_sizes(left: Sequence[bytes], right: Sequence[bytes]) -> np.ndarray:
-    """|A n B| for each pair of stored shingle sets (int64).
+    """|A n B| for each pair of stored shingle sets given as bytes (int64)."""
+    blobs = [*left, *right]
+    lengths = np.fromiter((len(x) // 4 for x in blobs), np.int64, len(blobs))
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    values = np.frombuffer(b"".join(blobs), dtype="<u4")
+    n = len(left)
+    return slice_intersections(values, starts[:n], ends[:n], starts[n:], ends[n:])
+
+
+def slice_intersections(values: np.ndarray, a_lo: np.ndarray, a_hi: np.ndarray,
+                        b_lo: np.ndarray, b_hi: np.ndarray) -> np.ndarray:
+    """|A n B| for each pair (int64), A = values[a_lo:a_hi] and B = values[b_lo:b_hi]:
+    sorted distinct uint32 sets held once in `values`, however many pairs share them.
 
     Each set is distinct, so the size of the intersection is the number of
-    equal neighbours in the sorted concatenation of the two. Concatenating
-    the bytes and sorting the ~740 uint32 in place (a vectorised small sort)
-    measured 5.5 us a pair here at 380 shingles, against 9.5 us for
-    `np.intersect1d` (its bookkeeping calls cost more than the work) and
-    far more for one batch-wide sort of 64-bit (pair, value) keys.
+    equal neighbours in the sorted concatenation of the two. Sorting the ~740
+    uint32 of a pair (a vectorised small sort) measured 3.4 us a pair here at
+    ~350 shingles, against 6.9 us for searching one set in the other and
+    9.5 us for `np.intersect1d` (their bookkeeping calls cost more than the
+    work); one batch-wide 64-bit sort of (pair, value) keys, or a batch-wide
+    searchsorted, took 26-39 us a pair.
     """
-    out = np.empty(len(left), dtype=np.int64)
-    for i, (a, b) in enumerate(zip(left, right)):
-        joined = np.frombuffer(a + b, dtype="<u4").copy()
+    out = np.empty(len(a_lo), dtype=np.int64)
+    for i, (a0, a1, b0, b1) in enumerate(zip(a_lo.tolist(), a_hi.tolist(), b_lo.tolist(), b_hi.tolist())):
+        joined = np.concatenate((values[a0:a1], values[b0:b1]))
         joined.sort()
         out[i] = np.count_nonzero(joined[1:] == joined[:-1])
     return out

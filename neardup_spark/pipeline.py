@@ -108,6 +108,7 @@ class Prepared:
     boilerplate: dict  # the report's "boilerplate" section
     lines: boilerplate.Boilerplate | None  # the stripped lines (when enabled)
     stages: _Stages
+    set_bytes: float | None = None  # mean stored shingle set, bytes (sizes verify's partitions)
 
     def release(self) -> None:
         """Unpersist every frame the stages kept."""
@@ -150,7 +151,8 @@ def prepared(raw: DataFrame, cfg: Config, st: _Stages | None = None, digest: boo
     else:
         fraction = min(1.0, 1.2 * sample_docs / max(counts["documents"], 1) + 1e-6)
         table, row = sketched(docs.sample(fraction=fraction, seed=seed), cfg, st, counts, strip, digest, sampled=True)
-    return Prepared(docs, table, counts, _boilerplate_report(cfg, found, row), found, st)
+    set_bytes = float(row["set_bytes"] or 0) / max(int(row["n"]) - counts["empty"], 1)
+    return Prepared(docs, table, counts, _boilerplate_report(cfg, found, row), found, st, set_bytes)
 
 
 def checked_documents(raw: DataFrame, cfg: Config, st: _Stages, counts: dict) -> DataFrame:
@@ -179,7 +181,8 @@ def sketched(docs: DataFrame, cfg: Config, st: _Stages, counts: dict, strip: Str
             extra = [F.col(TEXT_DIGEST) if TEXT_DIGEST in docs.columns else text_digest(F.col(C.TEXT)).alias(TEXT_DIGEST)]
         slim = docs.select(C.NID, C.DOC_ID, C.TEXT, *keeper_inputs(docs, cfg), *extra)
         table = st.keep(sketch(slim, cfg, lsh, strip))
-        aggs = [F.count(F.lit(1)).alias("n"), F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty")]
+        aggs = [F.count(F.lit(1)).alias("n"), F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty"),
+                F.sum(F.length(C.SHINGLES)).alias("set_bytes")]
         if strip is not None:
             aggs += [F.sum(C.STRIPPED).alias("segments"), F.sum((F.col(C.STRIPPED) > 0).cast("long")).alias("docs")]
         row = table.agg(*aggs).first()
@@ -210,7 +213,7 @@ def verified(raw: DataFrame, cfg: Config, st: _Stages | None = None, digest: boo
         counts["candidate_pairs"] = cands.count()
 
     with st.stage("verify"):
-        near = st.keep(verify(cands, cfg, table, counts["candidate_pairs"]))
+        near = st.keep(verify(cands, cfg, table, counts["candidate_pairs"], prep.set_bytes))
         counts["verified_pairs"] = near.count()
     return Verified(prep, copies, near)
 

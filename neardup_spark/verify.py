@@ -1,63 +1,61 @@
 """Stage 6, verify: candidate pairs -> pairs whose exact Jaccard reaches the threshold.
 
-Each candidate is joined to both documents' stored shingle sets (binary,
-see `sketch`) and a Pandas UDF counts |A n B| with numpy; Jaccard and both
-containments (|A n B| / |A|: a short story inside a long page has a small
-Jaccard but a containment near 1) are computed from the sizes in the JVM.
+Each document's stored shingle set (binary, see `sketch`) travels once to
+each partition that holds pairs it is in, not once per pair: the pairs are
+grouped by `doc_a`, each group asks for the sets its pairs name, and an
+Arrow function (`mapInArrow`) counts |A n B| with numpy over a partition's
+pairs and sets. Joining both sets onto every pair instead shuffled 218 MB
+at 100k documents (two sets a pair, and the whole table for the second
+join); Jaccard and both containments (|A n B| / |A|: a short story inside
+a long page has a small Jaccard but a containment near 1) are computed from
+the sizes in the JVM.
 """
 
 from __future__ import annotations
 
-import pandas as pd
+import math
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.functions import pandas_udf
 
 from . import columns as C
 from . import hashing, simhash
+from .routing import route
 from .config import Config
 
-
-def _intersection_series(left: pd.Series, right: pd.Series) -> pd.Series:
-    return pd.Series(hashing.intersection_sizes(left.tolist(), right.tolist()), index=left.index)
-
-
-def set_size(shingles) -> F.Column:
-    """Number of shingles in a stored set (4 bytes each)."""
-    return (F.length(shingles) / 4).cast("double")
-
-
-# Up to this many candidates are broadcast for the first join, so the big
-# side (every document's shingle set) is not shuffled for it.
+# Up to this many candidates are broadcast (and the sets they ask for, two
+# per pair at most), so the big side (every document's shingle set) is
+# scanned in place instead of shuffled for the lookup.
 BROADCAST_CANDIDATES = 2_000_000
+# Shingle-set bytes a verify partition asks for, at most about: more
+# candidates get more partitions than spark.sql.shuffle.partitions, since
+# a partition's sets are held in one Python worker.
+PARTITION_SET_BYTES = 256 << 20
+_GROUP, _PARTNER, _ROUTE = "_group", "_partner", "_route"
+_SIZES = pa.schema([(C.DOC_A, pa.int64()), (C.DOC_B, pa.int64()), ("i", pa.int64()),
+                    ("na", pa.int64()), ("nb", pa.int64())])
+_BATCH_PAIRS = 1 << 18
 
 
-def verify(candidates: DataFrame, cfg: Config, shingled: DataFrame, n_candidates: int | None = None) -> DataFrame:
+def verify(candidates: DataFrame, cfg: Config, shingled: DataFrame, n_candidates: int | None = None,
+           set_bytes: float | None = None) -> DataFrame:
     """candidates(doc_a, doc_b) + shingled(_nid, shingles[, simhash[, simhash_hi]]) ->
     (doc_a, doc_b, jaccard, containment_a, containment_b, match) with jaccard >= threshold
     (SimHash: within simhash.hamming_distance bits, and the Jaccard too if verify_jaccard).
 
-    `n_candidates`, when known and small, lets the first join broadcast them."""
-    # Nondeterministic only to the optimiser: it would otherwise push the
-    # Jaccard filter below the projection and run the UDF twice per pair.
-    intersection = pandas_udf(_intersection_series, "long").asNondeterministic()
-    sim = cfg.match.method == "simhash"
-    words = simhash.columns(cfg.simhash.bits) if sim else []
-    left_cols = [F.col(C.NID).alias(C.DOC_A), F.col(C.SHINGLES).alias("sa")]
-    right_cols = [F.col(C.NID).alias(C.DOC_B), F.col(C.SHINGLES).alias("sb")]
-    left_cols += [F.col(w).alias(f"fa{i}") for i, w in enumerate(words)]
-    right_cols += [F.col(w).alias(f"fb{i}") for i, w in enumerate(words)]
-    left, right = shingled.select(*left_cols), shingled.select(*right_cols)
+    `n_candidates`, when known, lets small candidate sets be broadcast and sizes the
+    partitions, with `set_bytes` (the mean stored set, bytes; 4 kB when unknown)."""
     small = n_candidates is not None and n_candidates <= BROADCAST_CANDIDATES
-    joined = left.join(F.broadcast(candidates) if small else candidates, C.DOC_A).join(right, C.DOC_B)
-    if sim:  # Hamming distance first: pairs beyond it need no set intersection
-        bits = [F.bit_count(F.col(f"fa{i}").bitwiseXOR(F.col(f"fb{i}"))) for i in range(len(words))]
-        joined = joined.where(sum(bits[1:], bits[0]) <= cfg.simhash.hamming_distance)
-    sized = joined.select(
-        C.DOC_A, C.DOC_B, intersection("sa", "sb").cast("double").alias("i"),
-        set_size("sa").alias("na"), set_size("sb").alias("nb"),
-    )
-    inter, size_a, size_b = F.col("i"), F.col("na"), F.col("nb")
+    pairs = candidates.select(C.DOC_A, C.DOC_B)
+    if cfg.match.method == "simhash":  # Hamming distance first: pairs beyond it need no set intersection
+        pairs = _within_hamming(pairs, shingled, cfg, small)
+    parts = partitions(pairs.sparkSession, n_candidates, set_bytes)
+    sized = intersected(pairs, shingled.select(C.NID, C.SHINGLES), parts, small)
+    inter, size_a, size_b = F.col("i").cast("double"), F.col("na").cast("double"), F.col("nb").cast("double")
     scored = sized.select(
         C.DOC_A,
         C.DOC_B,
@@ -68,6 +66,109 @@ def verify(candidates: DataFrame, cfg: Config, shingled: DataFrame, n_candidates
     )
     if cfg.match.mode == "containment":
         return scored.where(F.greatest(C.CONTAINMENT_A, C.CONTAINMENT_B) >= F.lit(cfg.match.containment_threshold))
-    if sim and not cfg.simhash.verify_jaccard:
+    if cfg.match.method == "simhash" and not cfg.simhash.verify_jaccard:
         return scored  # SimHash: within the Hamming distance is the test; Jaccard is reported
     return scored.where(F.col(C.JACCARD) >= F.lit(cfg.verify.threshold))
+
+
+def partitions(spark, n_candidates: int | None, set_bytes: float | None) -> int:
+    """Verify partitions: spark.sql.shuffle.partitions, or more when the sets that
+    n_candidates pairs ask for (two a pair at most) exceed PARTITION_SET_BYTES each."""
+    base = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    if not n_candidates:
+        return base
+    asked = 2 * n_candidates * (set_bytes or 4096)
+    return max(base, math.ceil(asked / PARTITION_SET_BYTES))
+
+
+def _within_hamming(pairs: DataFrame, shingled: DataFrame, cfg: Config, small: bool) -> DataFrame:
+    """The pairs whose SimHash fingerprints differ in at most simhash.hamming_distance bits."""
+    words = simhash.columns(cfg.simhash.bits)
+    left = shingled.select(F.col(C.NID).alias(C.DOC_A), *[F.col(w).alias(f"fa{i}") for i, w in enumerate(words)])
+    right = shingled.select(F.col(C.NID).alias(C.DOC_B), *[F.col(w).alias(f"fb{i}") for i, w in enumerate(words)])
+    joined = left.join(F.broadcast(pairs) if small else pairs, C.DOC_A).join(right, C.DOC_B)
+    bits = [F.bit_count(F.col(f"fa{i}").bitwiseXOR(F.col(f"fb{i}"))) for i in range(len(words))]
+    return joined.where(sum(bits[1:], bits[0]) <= cfg.simhash.hamming_distance).select(C.DOC_A, C.DOC_B)
+
+
+def intersected(pairs: DataFrame, sets: DataFrame, parts: int, small: bool = False) -> DataFrame:
+    """pairs(doc_a, doc_b) + sets(_nid, shingles) -> (doc_a, doc_b, i, na, nb): |A n B|, |A|, |B|.
+
+    Pairs fall into `parts` groups by doc_a, and each group asks for the sets of
+    the ids its pairs name: a set travels once to every group that needs it. A
+    group's pair rows and set rows share one route value (see `routing`), so they
+    share a partition; a set missing from its pairs' partition raises."""
+    keyed = pairs.select(C.DOC_A, C.DOC_B, F.pmod(F.xxhash64(C.DOC_A), F.lit(parts)).alias(_GROUP))
+    needs = (
+        keyed.select(_GROUP, F.col(C.DOC_A).alias(C.NID))
+        .unionByName(keyed.select(_GROUP, F.col(C.DOC_B).alias(C.NID)))
+        .distinct()
+    )
+    found = sets.join(F.broadcast(needs) if small else needs, C.NID)
+    rows = found.select(_GROUP, C.NID, C.SHINGLES, F.lit(None).cast("long").alias(_PARTNER)).unionByName(
+        keyed.select(_GROUP, F.col(C.DOC_A).alias(C.NID), F.lit(None).cast("binary").alias(C.SHINGLES),
+                     F.col(C.DOC_B).alias(_PARTNER))
+    )
+    routed = rows.repartition(parts, route(F.col(_GROUP), parts).alias(_ROUTE))
+    schema = ", ".join(f"{f.name} long" for f in _SIZES)
+    return routed.drop(_GROUP).mapInArrow(_sizes_of_partition, schema)
+
+
+def _sizes_of_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A partition's set rows (partner null) and pair rows -> (doc_a, doc_b, i, na, nb) batches."""
+    batches = [b for b in batches if b.num_rows]
+    if not batches:
+        return
+    table = pa.Table.from_batches(batches)
+    is_pair = table.column(_PARTNER).is_valid()
+    pairs = table.filter(is_pair)
+    if not pairs.num_rows:
+        return
+    sets = table.filter(pc.invert(is_pair))
+    offsets, values = set_arrays(sets.column(C.SHINGLES))
+    a, b = pairs.column(C.NID).to_numpy(), pairs.column(_PARTNER).to_numpy()
+    columns = (a, b, *pair_sizes(sets.column(C.NID).to_numpy(), offsets, values, a, b))
+    for lo in range(0, len(a), _BATCH_PAIRS):
+        yield pa.RecordBatch.from_arrays([pa.array(x[lo:lo + _BATCH_PAIRS]) for x in columns], schema=_SIZES)
+
+
+def set_arrays(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """Stored sets (binary of little-endian uint32) -> (offsets int64 [n+1], values uint32),
+    row i's set being values[offsets[i]:offsets[i+1]]. Chunks are joined in numpy, so a
+    partition may hold more than 2 GB of sets."""
+    lengths, pieces = [], []
+    for chunk in column.chunks:
+        width = np.int64 if pa.types.is_large_binary(chunk.type) else np.int32
+        raw = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1]
+        raw = raw.astype(np.int64)
+        data = chunk.buffers()[2]
+        body = np.frombuffer(data, dtype=np.uint8)[raw[0]:raw[-1]] if data is not None else np.empty(0, np.uint8)
+        sizes = np.diff(raw)
+        if (sizes % 4).any():
+            raise ValueError("verify: a stored shingle set is not a whole number of uint32 values")
+        pieces.append(body.view("<u4"))
+        lengths.append(sizes // 4)
+    lengths = np.concatenate(lengths) if lengths else np.empty(0, np.int64)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    values = np.concatenate(pieces) if pieces else np.empty(0, np.uint32)
+    return offsets, values.astype(np.uint32, copy=False)
+
+
+def pair_sizes(set_ids: np.ndarray, offsets: np.ndarray, values: np.ndarray,
+               a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(|A n B|, |A|, |B|) int64 for pairs (a[i], b[i]) of ids in set_ids, whose sets are
+    values[offsets[j]:offsets[j+1]] (an id given twice keeps its first set). Raises if a
+    pair names an id with no set here."""
+    ids, first = np.unique(set_ids, return_index=True)
+    rows = []
+    for side in (a, b):
+        at = np.searchsorted(ids, side)
+        found = at < len(ids)
+        found[found] = ids[at[found]] == side[found]
+        if not found.all():
+            missing = side[~found][:5].tolist()
+            raise AssertionError(f"verify: no shingle set reached the partition of the pairs of ids {missing}")
+        rows.append(first[at])
+    (ra, rb) = rows
+    a_lo, a_hi, b_lo, b_hi = offsets[ra], offsets[ra + 1], offsets[rb], offsets[rb + 1]
+    return hashing.slice_intersections(values, a_lo, a_hi, b_lo, b_hi), a_hi - a_lo, b_hi - b_lo

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from neardup_spark import hashing as H
@@ -9,6 +10,7 @@ from neardup_spark.config import Config
 from neardup_spark.normalise import normalise_text
 from neardup_spark.params import lsh_params
 from neardup_spark.sketch import band_keys, digest, sketch_frame
+from neardup_spark.verify import pair_sizes, set_arrays
 
 CFG = Config()
 LSH = lsh_params(CFG)
@@ -61,6 +63,36 @@ def test_intersection_sizes_match_python_sets(seed):
     got = H.intersection_sizes([blobs[i] for i, _ in pairs], [blobs[j] for _, j in pairs])
     want = [len(set(sets[i].tolist()) & set(sets[j].tolist())) for i, j in pairs]
     assert got.tolist() == want
+
+
+def test_set_arrays_join_chunks_of_either_offset_width():
+    sets = [[1, 5, 9], [], [2**32 - 1], [3, 4]]
+    blobs = [np.array(x, "<u4").tobytes() for x in sets]
+    for kind in (pa.binary(), pa.large_binary()):
+        column = pa.chunked_array([
+            pa.array(blobs[:3], kind).slice(1),  # a sliced chunk: its offsets start past 0
+            pa.array(blobs[3:], kind),
+            pa.array(blobs, kind),
+        ])
+        offsets, values = set_arrays(column)
+        got = [values[offsets[i]:offsets[i + 1]].tolist() for i in range(len(offsets) - 1)]
+        assert got == sets[1:3] + sets[3:] + sets
+    with pytest.raises(ValueError, match="whole number"):
+        set_arrays(pa.chunked_array([pa.array([b"abc"], pa.binary())]))
+
+
+def test_pair_sizes_find_each_set_once_and_refuse_a_missing_one():
+    sets = {7: [1, 2, 3], -4: [2, 3, 4, 5], 9: [], 2: [9]}
+    ids = np.array([7, -4, 9, 2, 7], np.int64)  # 7 given twice: its first set counts
+    rows = [sets[i] for i in ids[:4].tolist()] + [[100, 200]]
+    offsets = np.concatenate(([0], np.cumsum([len(r) for r in rows]))).astype(np.int64)
+    values = np.array([v for r in rows for v in r], np.uint32)
+    a, b = np.array([7, 7, -4, 2], np.int64), np.array([-4, 9, 2, 7], np.int64)
+    inter, na, nb = pair_sizes(ids, offsets, values, a, b)
+    assert inter.tolist() == [len(set(sets[x]) & set(sets[y])) for x, y in zip(a.tolist(), b.tolist())]
+    assert na.tolist() == [len(sets[x]) for x in a.tolist()] and nb.tolist() == [len(sets[y]) for y in b.tolist()]
+    with pytest.raises(AssertionError, match=r"ids \[5\]"):
+        pair_sizes(ids, offsets, values, np.array([7], np.int64), np.array([5], np.int64))
 
 
 def test_digests_and_sets_do_not_depend_on_script_or_chunking(monkeypatch):
