@@ -3,7 +3,8 @@
 The keys were computed by the sketch stage (each band's `rows` signature
 values mixed with the band's index into one 64-bit key, so the key alone
 names the bucket). Exploding them here and grouping on `bucket` next shards
-the buckets across executors. Exact copies are left out: their
+the buckets across executors (or, with few partitions, `candidates` groups
+each document's keys by partition instead of exploding them). Exact copies are left out: their
 representative stands for them.
 """
 
@@ -19,10 +20,15 @@ from . import columns as C
 BROADCAST_COPIES = 20_000_000
 
 
-def band_rows(table: DataFrame, copies: DataFrame, n_copies: int) -> DataFrame:
-    """table(_nid, bands, is_empty) minus copies(_nid) -> (_nid, bucket)."""
+def representatives(table: DataFrame, copies: DataFrame, n_copies: int) -> DataFrame:
+    """table(_nid, bands, is_empty) minus empty texts and copies(_nid) -> (_nid, bands)."""
     reps = table.where(~F.col(C.IS_EMPTY)).select(C.NID, C.BANDS)
     if n_copies:
         drop = copies.select(C.NID)
         reps = reps.join(F.broadcast(drop) if n_copies <= BROADCAST_COPIES else drop, C.NID, "left_anti")
-    return reps.select(C.NID, F.explode(C.BANDS).alias(C.BUCKET))
+    return reps
+
+
+def band_rows(table: DataFrame, copies: DataFrame, n_copies: int) -> DataFrame:
+    """table(_nid, bands, is_empty) minus empty texts and copies(_nid) -> (_nid, bucket)."""
+    return representatives(table, copies, n_copies).select(C.NID, F.explode(C.BANDS).alias(C.BUCKET))

@@ -22,8 +22,8 @@ from pyspark.sql.functions import pandas_udf
 
 from . import __version__, boilerplate, containment
 from . import columns as C
-from .banding import band_rows
-from .candidates import candidate_pairs
+from .banding import representatives
+from .candidates import representative_pairs
 from .components import connected_components
 from .config import Config, require_io_paths, to_dict
 from .exact import exact_copies, exact_edges
@@ -32,7 +32,7 @@ from .keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
 from .parallel import in_background
 from .params import advice, lsh_params
 from .read import check_documents, documents, drop_bookkeeping, internal_id, read_input, spread
-from .sketch import SimHashLayout, Stripping, containment_classes, sketch
+from .sketch import SimHashLayout, Stripping, containment_classes, keys_per_document, sketch
 from .verify import verify
 from .write import check_output_free, keeper_rows, write_report, write_tables
 
@@ -209,7 +209,8 @@ def verified(raw: DataFrame, cfg: Config, st: _Stages | None = None, digest: boo
         if cfg.match.mode == "containment":
             cands = st.keep(containment.candidates(table, copies, cfg))
         else:
-            cands = st.keep(candidate_pairs(band_rows(table, copies, counts["exact_duplicates"]), cfg))
+            reps = representatives(table, copies, counts["exact_duplicates"])
+            cands = st.keep(representative_pairs(reps, cfg, keys_per_document(cfg)))
         counts["candidate_pairs"] = cands.count()
 
     with st.stage("verify"):

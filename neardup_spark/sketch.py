@@ -87,6 +87,14 @@ def containment_classes(cfg: Config) -> list | None:
     return containment.size_classes(cfg.match.containment_threshold, cfg.minhash.num_perm, cfg.match.max_size_ratio)
 
 
+def keys_per_document(cfg: Config) -> int:
+    """Bucket keys the sketch gives each document: LSH bands, or SimHash block tables."""
+    sim = SimHashLayout.of(cfg)
+    if sim is not None:
+        return len(simhash.table_masks(sim.distance, sim.blocks, sim.bits))
+    return lsh_params(cfg).bands
+
+
 @dataclass(frozen=True)
 class Stripping:
     """Boilerplate segment keys to remove (see `boilerplate`), and how texts are cut."""

@@ -6,7 +6,7 @@ from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
 from neardup_spark.banding import band_rows
-from neardup_spark.candidates import candidate_pairs
+from neardup_spark.candidates import candidate_pairs, representative_pairs
 from neardup_spark.config import Config
 from neardup_spark.exact import exact_copies, exact_edges
 from neardup_spark.keepers import choose_keepers
@@ -221,6 +221,36 @@ def test_bucket_pairs_against_brute_force(monkeypatch, batch):
         assert set(got) == _brute_pairs(zip(nid.tolist(), bucket.tolist()), limit)
         assert all(a < b for a, b in got)
     assert list(candidates.bucket_pairs(np.array([5]), np.array([1]), 4)) == []
+
+
+def test_group_keys_keep_every_key_once_and_a_bucket_in_one_group():
+    from neardup_spark.candidates import group_keys, key_groups
+
+    rng = np.random.default_rng(5)
+    nid = rng.permutation(np.arange(-50, 50))[:40]
+    counts = rng.integers(0, 9, size=40)
+    keys = rng.integers(-2**63, 2**63 - 1, size=int(counts.sum()), dtype=np.int64)
+    keys[::3] = keys[0]  # one bucket many documents share
+    offsets = np.r_[0, np.cumsum(counts)]
+    group, ids, row_offsets, row_keys = group_keys(nid, offsets, keys, 5)
+    rows = [(int(g), int(i), row_keys[row_offsets[r]:row_offsets[r + 1]].tolist())
+            for r, (g, i) in enumerate(zip(group, ids))]
+    assert sorted((i, k) for _, i, ks in rows for k in ks) == sorted(zip(np.repeat(nid, counts).tolist(), keys.tolist()))
+    assert all(ks and {int(x) for x in key_groups(np.array(ks), 5)} == {g} for g, _, ks in rows)
+    assert len({(g, i) for g, i, _ in rows}) == len(rows)  # one row per (group, document)
+
+
+@pytest.mark.parametrize("parts", [1, 3, 8, 64])  # keys grouped by partition (1-8), exploded (64)
+def test_representative_pairs_against_brute_force_on_either_layout(spark, parts):
+    rng = np.random.default_rng(parts)
+    shared = rng.integers(-2**62, 2**62, size=12)
+    reps = [(int(n), [int(shared[j]) for j in rng.choice(12, int(rng.integers(0, 6)), replace=False)]
+             + [int(rng.integers(-2**62, 2**62))]) for n in rng.permutation(np.arange(-30, 30))[:45]]
+    df = spark.createDataFrame(reps, "_nid long, bands array<long>")
+    for limit in (3, 100):
+        got = representative_pairs(df, cfg(**{"lsh.all_pairs_bucket_limit": limit}), 42, parts).collect()
+        want = _brute_pairs(((n, k) for n, ks in reps for k in ks), limit)
+        assert sorted(tuple(r) for r in got) == sorted(want)
 
 
 def test_huge_bucket_all_pairs_in_chunks(monkeypatch):
