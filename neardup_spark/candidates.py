@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from . import columns as C
 from .config import Config
 from .hashing import ranges_under
-from .routing import route_keys
+from .routing import route_keys, shuffle_partitions
 
 # Pairs per Arrow batch handed back to Spark.
 _BATCH_PAIRS = 1 << 20
@@ -153,7 +153,7 @@ def representative_pairs(reps: DataFrame, cfg: Config, keys_per_doc: int, parts:
     costs more than the work on the rows: each document's keys are grouped by
     the partition their bucket goes to instead, one row per group (~8 rows of
     ~5 keys at 42 bands and 8 partitions, instead of 42 rows)."""
-    parts = parts or int(reps.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    parts = parts or shuffle_partitions(reps.sparkSession)
     if parts * KEYS_PER_ROW > keys_per_doc:
         return candidate_pairs(reps.select(C.NID, F.explode(C.BANDS).alias(C.BUCKET)), cfg)
     grouped = reps.select(C.NID, C.BANDS).mapInArrow(

@@ -62,6 +62,17 @@ def route_keys(parts: int) -> tuple[int, ...]:
     return tuple(keys[g] for g in range(parts))
 
 
+def shuffle_partitions(spark) -> int:
+    """spark.sql.shuffle.partitions as a number of groups. A value that is not a
+    positive whole number (Databricks' "auto" lets AQE choose) counts as Spark's
+    default, 200."""
+    value = str(spark.conf.get("spark.sql.shuffle.partitions", "200")).strip()
+    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_PARTITIONS
+
+
+DEFAULT_PARTITIONS = 200
+
+
 def route(group: Column, parts: int) -> Column:
     """The long to repartition by (`repartition(parts, it)`) for rows of group 0..parts-1."""
     return F.element_at(F.lit(list(route_keys(parts))).cast("array<long>"), group.cast("int") + 1)

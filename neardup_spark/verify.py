@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from . import columns as C
 from . import hashing, simhash
-from .routing import route
+from .routing import route, shuffle_partitions
 from .config import Config
 
 # Up to this many candidates are broadcast (and the sets they ask for, two
@@ -74,7 +74,7 @@ def verify(candidates: DataFrame, cfg: Config, shingled: DataFrame, n_candidates
 def partitions(spark, n_candidates: int | None, set_bytes: float | None) -> int:
     """Verify partitions: spark.sql.shuffle.partitions, or more when the sets that
     n_candidates pairs ask for (two a pair at most) exceed PARTITION_SET_BYTES each."""
-    base = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    base = shuffle_partitions(spark)
     if not n_candidates:
         return base
     asked = 2 * n_candidates * (set_bytes or 4096)
