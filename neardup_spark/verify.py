@@ -24,8 +24,8 @@ from pyspark.sql import functions as F
 
 from . import columns as C
 from . import hashing, simhash
-from .routing import route, shuffle_partitions
 from .config import Config
+from .routing import route, shuffle_partitions
 
 # Up to this many candidates are broadcast (and the sets they ask for, two
 # per pair at most), so the big side (every document's shingle set) is
