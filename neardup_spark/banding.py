@@ -1,11 +1,10 @@
-"""Stage 4, LSH banding: each representative's band keys -> one (_nid, bucket) row per band.
+"""Stage 4, LSH banding: the representatives whose band keys `candidates` buckets.
 
 The keys were computed by the sketch stage (each band's `rows` signature
 values mixed with the band's index into one 64-bit key, so the key alone
-names the bucket). Exploding them here and grouping on `bucket` next shards
-the buckets across executors (or, with few partitions, `candidates` groups
-each document's keys by partition instead of exploding them). Exact copies are left out: their
-representative stands for them.
+names the bucket). `candidates` shuffles the keys by bucket, which shards
+the buckets across executors. Empty texts and exact copies are left out: a
+copy's representative stands for it.
 """
 
 from __future__ import annotations
@@ -28,7 +27,3 @@ def representatives(table: DataFrame, copies: DataFrame, n_copies: int) -> DataF
         reps = reps.join(F.broadcast(drop) if n_copies <= BROADCAST_COPIES else drop, C.NID, "left_anti")
     return reps
 
-
-def band_rows(table: DataFrame, copies: DataFrame, n_copies: int) -> DataFrame:
-    """table(_nid, bands, is_empty) minus empty texts and copies(_nid) -> (_nid, bucket)."""
-    return representatives(table, copies, n_copies).select(C.NID, F.explode(C.BANDS).alias(C.BUCKET))

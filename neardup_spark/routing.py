@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 _MASK = 0xFFFFFFFF
 SEED = 42  # Spark's Murmur3Hash seed (functions.hash, HashPartitioning)
+DEFAULT_PARTITIONS = 200  # Spark's default spark.sql.shuffle.partitions
 
 
 def _rotl(x: int, r: int) -> int:
@@ -68,9 +69,6 @@ def shuffle_partitions(spark) -> int:
     default, 200."""
     value = str(spark.conf.get("spark.sql.shuffle.partitions", "200")).strip()
     return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_PARTITIONS
-
-
-DEFAULT_PARTITIONS = 200
 
 
 def route(group: Column, parts: int) -> Column:

@@ -5,7 +5,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
-from neardup_spark.banding import band_rows
+from neardup_spark.banding import representatives
 from neardup_spark.candidates import candidate_pairs, representative_pairs
 from neardup_spark.config import Config
 from neardup_spark.exact import exact_copies, exact_edges
@@ -43,9 +43,9 @@ def test_sketch_and_exact_copies(spark):
 
 def test_banding_leaves_out_exact_copies_and_empty_texts(spark):
     table = _sketched(spark, [(1, "one two three four five six"), (2, "One two, three four five six!"), (3, "")])
-    rows = band_rows(table, exact_copies(table), 1).collect()
-    assert {r[C.NID] for r in rows} == {10}
-    assert len(rows) == lsh_params(cfg()).bands
+    rows = representatives(table, exact_copies(table), 1).collect()
+    assert [r[C.NID] for r in rows] == [10]
+    assert len(rows[0][C.BANDS]) == lsh_params(cfg()).bands
 
 
 def _banded(spark, rows):
