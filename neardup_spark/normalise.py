@@ -52,25 +52,27 @@ def preload() -> None:
         _translation(punctuation)
 
 
-def _decoded(texts: pd.Series) -> pd.Series:
-    return pd.Series(
-        [bytes(t).decode("utf-8", "replace") if isinstance(t, (bytes, bytearray))
-         else (None if t is None or (isinstance(t, float) and t != t) else t) for t in texts],
-        index=texts.index,
-        dtype=object,
-    )
-
-
 def fold_series(texts: pd.Series, opts: NormaliseConfig) -> pd.Series:
     """The per-character steps of normalisation (decode, NFKC, lower case): str or UTF-8
-    bytes in, str out (invalid bytes become U+FFFD; null stays null). `collapse`
-    finishes the job on code points."""
-    out = _decoded(texts)
-    if opts.nfkc:
-        out = out.str.normalize("NFKC")
-    if opts.lowercase:
-        out = out.str.lower()
-    return out
+    bytes in, str out (invalid bytes become U+FFFD; null, NaN included, stays None).
+    `collapse` finishes the job on code points.
+
+    One pass in plain Python: pandas' `.str` methods (a pass each, with their null
+    handling) took ~1.4x as long here."""
+    nfkc, lower, normalize = opts.nfkc, opts.lowercase, unicodedata.normalize
+    out = []
+    for text in texts:
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8", "replace")
+        elif not isinstance(text, str):
+            out.append(None)
+            continue
+        if nfkc:
+            text = normalize("NFKC", text)
+        if lower:
+            text = text.lower()
+        out.append(text)
+    return pd.Series(out, index=texts.index, dtype=object)
 
 
 def spaced(texts: Sequence[str], punctuation: bool) -> list[str]:
