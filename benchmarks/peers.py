@@ -27,6 +27,12 @@ Every tool is scored the same way: its pairs (for text-dedup its
 union-find, and pair precision/recall against the corpus `group` labels come
 from neardup_spark.evaluate.pair_scores. Prints a table and writes
 benchmarks/results/peers.json.
+
+This machine is shared and its speed drifts by tens of percent within an
+hour, so one run of each tool gives a noisy ratio. `--repeat N` runs N rounds
+per size, the tools' order reversed every other round, and adds the median
+process time of each tool and the ratio of the medians (the per-run ratio is
+printed for the first round only).
 """
 
 from __future__ import annotations
@@ -285,9 +291,14 @@ def main(argv=None) -> dict:
                     help="text-dedup's --threshold, a Jaccard similarity (theirs defaults to 0.7)")
     ap.add_argument("--peers-venv", type=Path, default=ROOT / ".venv-peers",
                     help="venv made by benchmarks/setup-peers.sh")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="rounds per size; with more than one, the tools' order flips every round and the "
+                         "ratios are of median process times (this machine's drift is seconds per minute)")
     ap.add_argument("--timeout", type=float, default=900.0,
                     help="seconds before a peer's process is stopped and reported as a timeout")
     args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error(f"--repeat must be at least 1, got {args.repeat}")
     work = Path(args.work)
     tools = list(args.tools)
 
@@ -315,7 +326,7 @@ def main(argv=None) -> dict:
         work.mkdir(parents=True, exist_ok=True)
         archive = ensure_class_archive(args.master, work)
         print(describe_class_archive(archive), flush=True)
-    runs = []
+    runs, summary = [], []
     header = (f"{'docs':>7} {'tool':<10} {'process s':>10} {'x neardup':>9} {'pairs':>8} "
               f"{'clusters':>8} {'precision':>9} {'recall':>8}  status")
     print(header, flush=True)
@@ -325,7 +336,7 @@ def main(argv=None) -> dict:
         size_work = work / f"peers-{docs}"
         size_work.mkdir(parents=True, exist_ok=True)
         base = None
-        for tool in tools:
+        for rnd, tool in rounds(tools, args.repeat):
             load_before = round(os.getloadavg()[0], 2)
             if tool == "neardup":
                 res = run_neardup(path, work / f"out-peers-{docs}", args, labels)
@@ -333,10 +344,10 @@ def main(argv=None) -> dict:
                 res = run_mllib(path, size_work, args, labels)
             else:
                 res = run_text_dedup(path, size_work, args, labels, peers_python)
-            if tool == "neardup":
+            if tool == "neardup" and rnd == 0:
                 base = res["process_seconds"] if res["status"] == "ok" else None
-            res = {"docs": docs, "tool": tool, **res, "load_avg_1min_before": load_before}
-            if base and tool != "neardup" and res["status"] == "ok":
+            res = {"docs": docs, "tool": tool, "round": rnd, **res, "load_avg_1min_before": load_before}
+            if base and tool != "neardup" and res["status"] == "ok" and rnd == 0:
                 res["time_vs_neardup"] = round(res["process_seconds"] / base, 2)
             runs.append(res)
             s = res.get("scores", {})
@@ -345,6 +356,13 @@ def main(argv=None) -> dict:
             print(f"{docs:>7} {tool:<10} {secs:>10} {ratio:>9} {res.get('pairs', '-'):>8} "
                   f"{s.get('clusters', '-'):>8} {s.get('precision', float('nan')):>9.4f} "
                   f"{s.get('recall', float('nan')):>8.4f}  {res['status']}", flush=True)
+        if args.repeat > 1:
+            summary += medians([r for r in runs if r["docs"] == docs], tools)
+    for row in summary:
+        ratio = f"{row['time_vs_neardup_median']:.2f}" if row.get("time_vs_neardup_median") else "-"
+        print(f"median of {row['ok_runs']}: {row['docs']:>7} {row['tool']:<10} "
+              f"{row['process_seconds_median'] or float('nan'):>8.1f} s  x neardup {ratio}  "
+              f"(runs {', '.join(f'{x:.1f}' for x in row['process_seconds_all'])})", flush=True)
 
     result = {
         "benchmark": "peers", "seed": args.seed, "master": args.master,
@@ -361,10 +379,35 @@ def main(argv=None) -> dict:
                           if "text-dedup" in tools else "skipped (script or .venv-peers missing)",
         },
         "text_dedup": td if "text-dedup" in tools else None,
+        "repeat": args.repeat,
         "runs": runs,
+        "medians": summary,
     }
     save(result, args.out, "peers.json")
     return result
+
+
+def rounds(tools: list[str], repeat: int):
+    """(round, tool) in running order: the tools as given, then reversed, alternating, so
+    that drift in the machine's speed during a run falls on every tool alike."""
+    for rnd in range(repeat):
+        for tool in (tools if rnd % 2 == 0 else tools[::-1]):
+            yield rnd, tool
+
+
+def medians(runs: list[dict], tools: list[str]) -> list[dict]:
+    """Per tool: the median process time of its ok runs, and its ratio to neardup's median."""
+    out = []
+    for tool in tools:
+        secs = sorted(r["process_seconds"] for r in runs if r["tool"] == tool and r["status"] == "ok")
+        mid = (secs[(len(secs) - 1) // 2] + secs[len(secs) // 2]) / 2 if secs else None
+        out.append({"docs": runs[0]["docs"], "tool": tool, "ok_runs": len(secs),
+                    "process_seconds_all": secs, "process_seconds_median": mid})
+    base = next((row["process_seconds_median"] for row in out if row["tool"] == "neardup"), None)
+    for row in out:
+        if base and row["process_seconds_median"] and row["tool"] != "neardup":
+            row["time_vs_neardup_median"] = round(row["process_seconds_median"] / base, 2)
+    return out
 
 
 if __name__ == "__main__":
