@@ -46,6 +46,7 @@ import platform
 import shlex
 import signal
 import subprocess
+import statistics
 import sys
 import tempfile
 import time
@@ -400,9 +401,8 @@ def medians(runs: list[dict], tools: list[str]) -> list[dict]:
     out = []
     for tool in tools:
         secs = sorted(r["process_seconds"] for r in runs if r["tool"] == tool and r["status"] == "ok")
-        mid = (secs[(len(secs) - 1) // 2] + secs[len(secs) // 2]) / 2 if secs else None
         out.append({"docs": runs[0]["docs"], "tool": tool, "ok_runs": len(secs),
-                    "process_seconds_all": secs, "process_seconds_median": mid})
+                    "process_seconds_all": secs, "process_seconds_median": statistics.median(secs) if secs else None})
     base = next((row["process_seconds_median"] for row in out if row["tool"] == "neardup"), None)
     for row in out:
         if base and row["process_seconds_median"] and row["tool"] != "neardup":
