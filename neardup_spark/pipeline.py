@@ -160,8 +160,14 @@ def checked_documents(raw: DataFrame, cfg: Config, st: _Stages, counts: dict) ->
     spread over the cores."""
     with st.stage("read"):
         docs = documents(raw, cfg)
-        _warm_python_workers(raw.sparkSession)  # not waited for: the next Pandas UDF waits if it must
-        counts["documents"], salt = check_documents(docs)
+        warming = _warm_python_workers(raw.sparkSession)  # not waited for: the next Pandas UDF waits if it must
+        try:
+            counts["documents"], salt = check_documents(docs)
+        except Exception:
+            # Bad input ends the run here; stopping the session under the warm-up job
+            # would print its killed task's stack traces after the one-line error.
+            warming.join(timeout=60)
+            raise
         spread_docs = spread(drop_bookkeeping(docs), cfg)
         return spread_docs.withColumn(C.NID, internal_id(F.col(C.DOC_ID), salt))
 

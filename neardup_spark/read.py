@@ -152,8 +152,13 @@ def _id_totals(docs: DataFrame, salt: int, has_corrupt: bool):
 
 def _refuse_bad_rows(docs: DataFrame, row, has_corrupt: bool) -> None:
     if has_corrupt and row["corrupt"]:
-        example = docs.where(F.col(CORRUPT).isNotNull()).select(F.substring(CORRUPT, 1, 80)).first()[0]
-        raise InputError(f"{row['corrupt']} malformed JSON line(s) in the input, e.g. {example!r}")
+        # The id is selected too: Spark refuses a query of raw JSON that reads only the
+        # corrupt-record column (UNSUPPORTED_FEATURE.QUERY_ONLY_CORRUPT_RECORD_COLUMN).
+        example = (docs.where(F.col(CORRUPT).isNotNull())
+                   .select(F.substring(CORRUPT, 1, 80).alias("line"), C.DOC_ID, F.input_file_name().alias("file"))
+                   .first())
+        where = f" in {example['file']}" if example["file"] else ""
+        raise InputError(f"{row['corrupt']} malformed JSON line(s) in the input, e.g. {example['line']!r}{where}")
     if row["null_ids"]:
         raise InputError(f"{row['null_ids']} document(s) have a null id; every document needs an id")
     if row["dup_ids"]:

@@ -225,3 +225,41 @@ def test_unreadable_path_is_an_input_error(spark, tmp_path):
     cfg = Config().with_overrides({"input.path": str(tmp_path / "missing"), "input.format": "parquet"})
     with pytest.raises(InputError, match="cannot read parquet input"):
         read_input(spark, cfg)
+
+
+def _jsonl(path, lines: list[bytes]) -> str:
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return str(path)
+
+
+def _read_jsonl(spark, path: str):
+    from neardup_spark.read import read_input
+
+    return read_input(spark, Config().with_overrides({"input.path": path, "input.format": "jsonl"}))
+
+
+def test_malformed_json_lines_are_a_one_line_error(spark, tmp_path):
+    good = [b'{"id": "d%d", "text": "the harbour strike story number %d"}' % (i, i) for i in range(4)]
+    path = _jsonl(tmp_path / "in.jsonl", [*good[:2], b'{"id": "d9", "text": "cut off', *good[2:]])
+    with pytest.raises(InputError) as err:
+        deduplicate(_read_jsonl(spark, path), Config())
+    message = str(err.value)
+    assert "1 malformed JSON line(s)" in message and "cut off" in message and "in.jsonl" in message
+    assert "\n" not in message
+
+
+def test_a_stray_text_file_in_a_jsonl_directory_is_named(spark, tmp_path):
+    # Spark reads every file of a directory but _* and .* ones; a README is not data.
+    (tmp_path / "in").mkdir()
+    _jsonl(tmp_path / "in" / "part-0.jsonl", [b'{"id": "d1", "text": "one story"}'])
+    _jsonl(tmp_path / "in" / "README.txt", [b"not data"])
+    with pytest.raises(InputError, match=r"malformed JSON line\(s\).*README\.txt"):
+        deduplicate(_read_jsonl(spark, str(tmp_path / "in")), Config())
+
+
+def test_json_lines_with_bytes_that_are_not_utf8_are_kept(spark, tmp_path):
+    path = _jsonl(tmp_path / "in.jsonl", [b'{"id": "d1", "text": "caf\xe9 story about the strike"}',
+                                          b'{"id": "d2", "text": "another story"}'])
+    res = deduplicate(_read_jsonl(spark, path), Config())
+    assert sorted(r[C.DOC_ID] for r in res.clusters.collect()) == ["d1", "d2"]
+    res.unpersist()
