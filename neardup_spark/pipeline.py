@@ -250,9 +250,10 @@ def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResul
             F.sum(F.col(C.IS_KEEPER).cast("long")).alias("keepers"),
             F.countDistinct(F.when(F.col(C.STATUS).isin(C.KEEPER), F.col(C.CLUSTER_ID))).alias("dup_clusters"),
         ).first()
-        counts["clusters"] = int(row["keepers"])
+        keepers = int(row["keepers"] or 0)  # a sum over no rows (an empty input) is null
+        counts["clusters"] = keepers
         counts["clusters_with_duplicates"] = int(row["dup_clusters"])
-        counts["removed"] = int(row["n"]) - int(row["keepers"])
+        counts["removed"] = int(row["n"]) - keepers
         if int(row["n"]) != counts["documents"]:  # pragma: no cover - an invariant, not an input error
             raise AssertionError(f"{row['n']} cluster rows for {counts['documents']} documents")
 

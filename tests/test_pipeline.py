@@ -263,3 +263,12 @@ def test_json_lines_with_bytes_that_are_not_utf8_are_kept(spark, tmp_path):
     res = deduplicate(_read_jsonl(spark, path), Config())
     assert sorted(r[C.DOC_ID] for r in res.clusters.collect()) == ["d1", "d2"]
     res.unpersist()
+
+
+def test_an_input_with_no_rows_gives_empty_results(spark):
+    raw = spark.createDataFrame([], "id string, text string, source string")
+    res = deduplicate(raw, Config().with_overrides({"input.metadata_cols": "source"}))
+    counts = res.report["counts"]
+    assert counts["documents"] == 0 and counts["clusters"] == 0 and counts["removed"] == 0
+    assert res.clusters.count() == 0 and res.pairs.count() == 0 and res.deduplicated.count() == 0
+    res.unpersist()
