@@ -21,7 +21,8 @@ SAMPLE = Path(__file__).parent / "data" / "sample.jsonl.gz"
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", help="path (file or directory) or table name")
-    p.add_argument("--format", choices=["parquet", "jsonl", "json", "table", "delta"])
+    p.add_argument("--format", choices=["parquet", "jsonl", "json", "table", "delta"],
+                   help="input format; jsonl and json both read JSON Lines (one object a line, .gz too)")
     p.add_argument("--id-col")
     p.add_argument("--text-col")
     p.add_argument("--strip-boilerplate", action="store_true", default=None,

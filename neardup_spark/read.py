@@ -72,6 +72,8 @@ def documents(raw: DataFrame, cfg: Config) -> DataFrame:
     needed = [src.id_col, src.text_col, *src.metadata_cols]
     needed += [c for c in keeper_columns(cfg.keeper) if c not in needed]
     missing = [c for c in needed if c not in fields]
+    if missing and not set(fields) - {CORRUPT}:
+        raise InputError(_no_columns(CORRUPT in fields, src.path))
     if missing:
         have = ", ".join(c for c in fields if c != CORRUPT)
         raise InputError(f"input has no column(s) {', '.join(missing)}; it has: {have}")
@@ -96,6 +98,15 @@ def documents(raw: DataFrame, cfg: Config) -> DataFrame:
     if CORRUPT in fields:
         cols.append(F.col(CORRUPT))
     return raw.select(*cols)
+
+
+def _no_columns(corrupt_only: bool, path: str) -> str:
+    """The error for an input without a single column: an empty input, or JSON with no
+    line that is an object (JSON Lines expected)."""
+    if not corrupt_only:
+        return f"input {path!r} has no columns: it is empty (no rows to read a schema from)"
+    return (f"no line of input {path!r} is a JSON object: jsonl/json input is JSON Lines, one object "
+            "a line (a JSON array or pretty-printed JSON is not read)")
 
 
 # Internal ids are 63-bit hashes of the document ids (non-negative: the nightly batch graph

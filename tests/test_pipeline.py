@@ -1,5 +1,6 @@
 """The whole pipeline on generated corpora, against brute-force oracles."""
 
+import json
 import math
 
 import pytest
@@ -272,3 +273,19 @@ def test_an_input_with_no_rows_gives_empty_results(spark):
     assert counts["documents"] == 0 and counts["clusters"] == 0 and counts["removed"] == 0
     assert res.clusters.count() == 0 and res.pairs.count() == 0 and res.deduplicated.count() == 0
     res.unpersist()
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ([], "has no columns: it is empty"),
+        (json.dumps([{"id": "d1", "text": "one story"}], indent=2).encode().splitlines(),
+         "no line of input .* is a JSON object: jsonl/json input is JSON Lines"),
+    ],
+)
+def test_json_without_objects_is_a_one_line_error(spark, tmp_path, lines, message):
+    path = tmp_path / "in.json"
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(InputError, match=message) as err:
+        deduplicate(_read_jsonl(spark, str(path)), Config())
+    assert "\n" not in str(err.value)
