@@ -240,10 +240,27 @@ def _in_session(cfg: Config, work, preload: str = ""):
         return work(spark)
 
 
+# Below this catch probability at the threshold, the advice goes to stderr too.
+LOUD_CATCH = 0.5
+
+
+def loud_advice(report: dict) -> list[str]:
+    """The report's advice worth a line on stderr (a --quiet run shows no report): all
+    of it for pinned bands x rows, else only for a catch below LOUD_CATCH. The default
+    choice's trade-off at low thresholds (0.683 at 0.3) stays in the report."""
+    lsh, notes = report.get("lsh") or {}, report.get("advice") or []
+    weak = lsh.get("p_candidate_at_threshold", 1.0) < LOUD_CATCH
+    return notes if notes and (weak or not lsh.get("chosen_from_threshold", True)) else []
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     require_io_paths(cfg)  # before the JVM starts
     _check_local_input(cfg)
+    from .session import planned_master
+    from .write import check_output_free
+
+    check_output_free(cfg, planned_master(cfg.spark))
     if cfg.output.plots:
         from .figures import check_can_plot
 
@@ -255,6 +272,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return run(spark, cfg)
 
     report = _in_session(cfg, work, preload="neardup_spark.pipeline")
+    for note in loud_advice(report):
+        print(f"neardup: warning: {note}", file=sys.stderr)
     if args.quiet:
         print(cfg.output.path)
     else:
@@ -381,9 +400,10 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args)
     if args.index_command == "export":
+        from .session import planned_master
         from .write import check_output_free
 
-        check_output_free(cfg)
+        check_output_free(cfg, planned_master(cfg.spark))
         n = _in_session(cfg, lambda spark: nightly.export(spark, cfg.index.path, cfg.output.path, cfg.output.mode))
         print(f"wrote the current clusters of {n} archived documents to {cfg.output.path.rstrip('/')}/clusters")
         return 0
@@ -392,9 +412,10 @@ def _cmd_index(args: argparse.Namespace) -> int:
     _check_local_input(cfg)
     output = args.output
     if output:
+        from .session import planned_master
         from .write import check_output_free
 
-        check_output_free(cfg)
+        check_output_free(cfg, planned_master(cfg.spark))
     report = _in_session(cfg, lambda spark: nightly.build(spark, cfg, output))
     print(json.dumps({"index": report["index"], "counts": report["counts"],
                       "wall_seconds": report["wall_seconds"]}, indent=2))

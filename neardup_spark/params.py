@@ -182,10 +182,15 @@ def advice(params: LshParams, far_fraction: float, max_far_probability: float) -
             if need
             else "no num_perm up to 4096 does with the far-pair bound kept; loosen lsh.max_far_probability"
         )
+        if not params.chosen:
+            more = (f"bands x rows are pinned ({params.bands} x {params.rows}); unset lsh.bands and lsh.rows "
+                    f"to have them chosen for the threshold ({more})")
+        above = min(1.0, params.threshold + 0.2)
         notes.append(
             f"pairs at exactly the threshold {params.threshold:g} become candidates with probability "
             f"{params.p_at_threshold:.3f} (< {TARGET_CATCH:.0%}); {more}. "
-            "Pairs well above the threshold are still caught (see the S-curve)."
+            f"At Jaccard {above:.2f} the probability is "
+            f"{candidate_probability(above, params.bands, params.rows):.3f} (see the S-curve)."
         )
     if params.s_star > params.threshold:
         notes.append(

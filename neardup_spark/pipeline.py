@@ -32,6 +32,7 @@ from .keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
 from .parallel import in_background
 from .params import advice, lsh_params
 from .read import check_documents, documents, drop_bookkeeping, internal_id, read_input, spread
+from .session import master_of
 from .sketch import SimHashLayout, Stripping, containment_classes, keys_per_document, sketch
 from .verify import verify
 from .write import check_output_free, keeper_rows, write_report, write_tables
@@ -357,7 +358,7 @@ def run(spark: SparkSession, cfg: Config) -> dict:
 
         return append(spark, cfg)
     require_io_paths(cfg)
-    check_output_free(cfg)
+    check_output_free(cfg, master_of(spark))
     if cfg.output.plots:
         from .figures import check_can_plot
 

@@ -43,6 +43,19 @@ def _master(spark_cfg: SparkConfig) -> str:
     return spark_cfg.master or ("" if under_spark_submit() else "local[*]")
 
 
+def planned_master(spark_cfg: SparkConfig) -> str:
+    """The master a session built from spark_cfg will have ("" when spark-submit decides)."""
+    return _master(spark_cfg)
+
+
+def master_of(spark: SparkSession) -> str:
+    """A running session's master; "" under Spark Connect (no SparkContext)."""
+    try:
+        return spark.sparkContext.master
+    except Exception:  # Spark Connect
+        return ""
+
+
 def session_settings(spark_cfg: SparkConfig, java_options: str = "") -> tuple[str, dict[str, str]]:
     """(master, the settings a new session gets): local-mode defaults, then cfg.spark's,
     with `java_options` added to the driver JVM's own."""

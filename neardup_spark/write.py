@@ -54,13 +54,50 @@ def keeper_rows(raw: DataFrame, cfg: Config, clusters: DataFrame, n_keepers: int
     return raw.join(ids, raw_id == F.col(_KEEPER), "left_anti" if by_removed else "left_semi").select(*cols)
 
 
-def check_output_free(cfg: Config) -> None:
-    """Refuse, before any work, to write over an existing local output (unless overwrite)."""
+def check_output_free(cfg: Config, master: str = "") -> None:
+    """Refuse, before any work, to write over an existing local output (unless overwrite).
+
+    On the local file system (a file: path, or any path in local mode, `master`
+    local[...]) also refuse an output that cannot be created (a file in the way, no
+    write permission) or that overlaps the input: a later run over the input would
+    read the outputs, or an overwrite would delete the input."""
     out = cfg.output.path
     if cfg.output.mode == "errorifexists" and is_local_path(out):
         local = _local(out)
         if os.path.exists(local) and (not os.path.isdir(local) or os.listdir(local)):
             raise _exists(out)
+    target = local_file(out)
+    if target is not None and (out.startswith("file:") or master.startswith("local")):
+        _check_creatable(out, target)
+        _check_apart(out, target, cfg)
+
+
+def _check_creatable(out: str, target: Path) -> None:
+    """The output directory exists and is writable, or its nearest existing parent is."""
+    here = target.absolute()
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    if not here.is_dir():
+        what = "is a file" if here == target.absolute() else f"cannot be created: {str(here)!r} is a file"
+        raise NeardupError(f"output {out!r} {what}; --output names a directory")
+    if not os.access(here, os.W_OK | os.X_OK):
+        raise NeardupError(f"output {out!r} cannot be written: no write permission in {str(here)!r}")
+
+
+_WRITTEN = ("clusters", "pairs", "deduplicated", "boilerplate", "report", "report.json", "plots")
+
+
+def _check_apart(out: str, target: Path, cfg: Config) -> None:
+    """The output is not the input, not inside an input directory, and holds the input in
+    none of the directories a run writes."""
+    source = None if cfg.input.format == "table" else local_file(cfg.input.path)
+    if source is None or not source.exists():
+        return
+    src, dst = source.resolve(), target.resolve()
+    inside_input = src.is_dir() and (dst == src or src in dst.parents)
+    under_written = any(dst / name == src or dst / name in src.parents for name in _WRITTEN)
+    if inside_input or under_written:
+        raise NeardupError(f"output {out!r} overlaps input {cfg.input.path!r}: write the output elsewhere")
 
 
 def _exists(out: str) -> NeardupError:

@@ -47,6 +47,41 @@ def test_run_on_the_bundled_sample(spark, tmp_path, capsys):
     assert oracles.cluster_pairs(labels) == truth
 
 
+@pytest.mark.parametrize(
+    "layout, output, message",
+    [
+        ("file", "f/out", "cannot be created: "),  # a file where a parent directory should be
+        ("file", "f", "is a file; --output names a directory"),
+        ("readonly", "ro/out", "no write permission in"),
+        ("input_dir", "in", "overlaps input"),
+        ("input_dir", "in/out", "overlaps input"),
+        ("input_in_output", "o", "overlaps input"),
+    ],
+)
+def test_an_output_that_cannot_be_written_is_refused_before_spark_starts(tmp_path, capsys, layout, output,
+                                                                         message):
+    import os
+    import shutil
+
+    if layout == "readonly" and os.geteuid() == 0:
+        pytest.skip("root writes anywhere")
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "ro").mkdir(mode=0o555)
+    source = {"input_dir": tmp_path / "in", "input_in_output": tmp_path / "o" / "clusters"}.get(layout)
+    if source is None:
+        source = tmp_path / "sample.jsonl.gz"
+    else:
+        source.mkdir(parents=True)
+        source = source / "sample.jsonl.gz"
+    shutil.copy(SAMPLE, source)
+    inp = str(source.parent if layout in ("input_dir", "input_in_output") else source)
+    argv = ["run", "--input", inp, "--format", "jsonl", "--output", str(tmp_path / output), "--overwrite",
+            "--master", "local[1]"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.startswith("neardup: error:") and err.count("\n") == 1
+
+
 def test_existing_output_needs_overwrite(spark, tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
@@ -185,3 +220,16 @@ def test_simhash_options_reach_the_config():
                                      "--hamming-distance", "10", "--simhash-bits", "128", "--simhash-weighting", "tf"])
     sh = cli.config_from_args(args).simhash
     assert (sh.hamming_distance, sh.bits, sh.weighting) == (10, 128, "tf")
+
+
+def test_advice_reaches_stderr_for_pinned_or_weak_lsh_only():
+    from neardup_spark.params import advice, resolve
+
+    def report(lsh):
+        return {"lsh": lsh.as_dict(), "advice": advice(lsh, 1 / 3, 0.05)}
+
+    pinned = report(resolve(0.3, 128, bands=7, rows=14))  # P at 0.3 ~0: the run finds almost nothing
+    assert cli.loud_advice(pinned) == pinned["advice"] and "pinned (7 x 14)" in pinned["advice"][0]
+    assert "At Jaccard 0.50 the probability is 0.000" in pinned["advice"][0]
+    assert cli.loud_advice(report(resolve(0.3, 128))) == []  # the default's known trade-off: the report only
+    assert cli.loud_advice(report(resolve(0.3, 16)))  # chosen, but catches under half the pairs at 0.3
