@@ -53,31 +53,10 @@ def sample_shingle_sets(table: DataFrame, n: int, n_docs: int, seed: int) -> lis
 
 
 def random_pair_jaccards(table: DataFrame, pairs: int, n_docs: int, seed: int) -> np.ndarray:
-    """Exact Jaccard of `pairs` random pairs of distinct non-empty documents (all pairs when
-    there are fewer). Pairs share no document while the documents last (2 * pairs of
-    them); a smaller corpus gives distinct pairs that reuse documents."""
+    """Exact Jaccard of up to `pairs` random pairs of distinct non-empty documents."""
     sets = sample_shingle_sets(table, 2 * pairs, n_docs, seed)
     half = len(sets) // 2
-    if half >= pairs:
-        return pair_jaccards(sets[:half], sets[half : 2 * half])
-    left, right = overlapping_pairs(len(sets), pairs, seed)
-    return pair_jaccards([sets[i] for i in left], [sets[j] for j in right])
-
-
-def overlapping_pairs(n: int, pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """min(pairs, n(n-1)/2) distinct pairs (i < j) of 0..n-1, drawn at random."""
-    total = n * (n - 1) // 2
-    if total <= pairs:
-        return np.triu_indices(n, 1)
-    rng = np.random.default_rng(seed)
-    seen = np.empty(0, np.int64)
-    while len(seen) < pairs:
-        i, j = rng.integers(0, n, (2, 2 * pairs))
-        keep = i != j
-        lo, hi = np.minimum(i, j)[keep], np.maximum(i, j)[keep]
-        seen = np.unique(np.concatenate([seen, lo * n + hi]))  # ascending: reshuffled below
-    chosen = rng.permutation(seen)[:pairs]
-    return chosen // n, chosen % n
+    return pair_jaccards(sets[:half], sets[half : 2 * half])
 
 
 def distribution(values: np.ndarray) -> dict:

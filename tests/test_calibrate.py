@@ -132,13 +132,3 @@ def test_calibrate_errors_are_one_line(spark, tmp_path, capsys):
     assert "--range" in capsys.readouterr().err
     assert cli.main(["calibrate", "--labels", str(tmp_path / "missing.csv")]) == 2
     assert "cannot read labels" in capsys.readouterr().err
-
-
-def test_small_corpora_give_the_pairs_asked_for_distinct_and_reusing_documents():
-    i, j = calibrate.overlapping_pairs(100, 1000, seed=3)  # 50 disjoint pairs would be all there is
-    assert len(i) == 1000 and (i < j).all() and j.max() < 100
-    assert len(set(zip(i.tolist(), j.tolist()))) == 1000
-    a, b = calibrate.overlapping_pairs(5, 1000, seed=3)  # fewer than asked exist: all 10 of them
-    assert sorted(zip(a.tolist(), b.tolist())) == [(x, y) for x in range(5) for y in range(x + 1, 5)]
-    again = calibrate.overlapping_pairs(100, 1000, seed=3)
-    assert (again[0] == i).all() and (again[1] == j).all()
