@@ -257,10 +257,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     require_io_paths(cfg)  # before the JVM starts
     _check_local_input(cfg)
-    from .session import planned_master
-    from .write import check_output_free
-
-    check_output_free(cfg, planned_master(cfg.spark))
+    _check_output(cfg)
     if cfg.output.plots:
         from .figures import check_can_plot
 
@@ -291,6 +288,15 @@ def _check_local_input(cfg: Config) -> None:
         return  # tables, globs and URLs (s3://, hdfs://) are Spark's to resolve
     if not local.exists():
         raise NeardupError(f"cannot read {cfg.input.format} input {path!r}: no such file or directory")
+
+
+def _check_output(cfg: Config) -> None:
+    """An output that exists (without overwrite), cannot be written or overlaps the input
+    is reported before Spark starts."""
+    from .session import planned_master
+    from .write import check_output_free
+
+    check_output_free(cfg, planned_master(cfg.spark))
 
 
 def _jaccard_range(text: str) -> tuple[float, float]:
@@ -400,10 +406,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args)
     if args.index_command == "export":
-        from .session import planned_master
-        from .write import check_output_free
-
-        check_output_free(cfg, planned_master(cfg.spark))
+        _check_output(cfg)
         n = _in_session(cfg, lambda spark: nightly.export(spark, cfg.index.path, cfg.output.path, cfg.output.mode))
         print(f"wrote the current clusters of {n} archived documents to {cfg.output.path.rstrip('/')}/clusters")
         return 0
@@ -412,10 +415,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     _check_local_input(cfg)
     output = args.output
     if output:
-        from .session import planned_master
-        from .write import check_output_free
-
-        check_output_free(cfg, planned_master(cfg.spark))
+        _check_output(cfg)
     report = _in_session(cfg, lambda spark: nightly.build(spark, cfg, output))
     print(json.dumps({"index": report["index"], "counts": report["counts"],
                       "wall_seconds": report["wall_seconds"]}, indent=2))

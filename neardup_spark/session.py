@@ -39,13 +39,9 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ or "DATABRICKS_RUNTIME_VERSION" in os.environ
 
 
-def _master(spark_cfg: SparkConfig) -> str:
-    return spark_cfg.master or ("" if under_spark_submit() else "local[*]")
-
-
 def planned_master(spark_cfg: SparkConfig) -> str:
     """The master a session built from spark_cfg will have ("" when spark-submit decides)."""
-    return _master(spark_cfg)
+    return spark_cfg.master or ("" if under_spark_submit() else "local[*]")
 
 
 def master_of(spark: SparkSession) -> str:
@@ -59,7 +55,7 @@ def master_of(spark: SparkSession) -> str:
 def session_settings(spark_cfg: SparkConfig, java_options: str = "") -> tuple[str, dict[str, str]]:
     """(master, the settings a new session gets): local-mode defaults, then cfg.spark's,
     with `java_options` added to the driver JVM's own."""
-    master = _master(spark_cfg)
+    master = planned_master(spark_cfg)
     settings = dict(LOCAL_DEFAULTS) if master.startswith("local") else {}
     if spark_cfg.shuffle_partitions:
         settings["spark.sql.shuffle.partitions"] = str(spark_cfg.shuffle_partitions)
@@ -159,7 +155,7 @@ _C1_ONLY = "-XX:TieredStopAtLevel=1"
 
 def jit_options(spark_cfg: SparkConfig, input_bytes: int | None) -> str:
     """Driver JVM options for the JIT (local mode, a JVM we start): C1 only for a short run."""
-    if not _master(spark_cfg).startswith("local") or under_spark_submit() or spark_cfg.jit == "default":
+    if not planned_master(spark_cfg).startswith("local") or under_spark_submit() or spark_cfg.jit == "default":
         return ""
     if spark_cfg.jit == "c1" or (input_bytes is not None and input_bytes < SHORT_RUN_BYTES):
         return _C1_ONLY
@@ -239,7 +235,7 @@ def class_archive(spark_cfg: SparkConfig) -> ClassArchive | None:
     older than 13 or of unknown version, or no writable cache directory."""
     from pyspark import SparkContext
 
-    if not spark_cfg.class_cache or not _master(spark_cfg).startswith("local") or under_spark_submit():
+    if not spark_cfg.class_cache or not planned_master(spark_cfg).startswith("local") or under_spark_submit():
         return None
     if SparkContext._gateway is not None or _defaults_set_java_options():
         return None

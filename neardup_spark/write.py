@@ -84,7 +84,7 @@ def _check_creatable(out: str, target: Path) -> None:
         raise NeardupError(f"output {out!r} cannot be written: no write permission in {str(here)!r}")
 
 
-_WRITTEN = ("clusters", "pairs", "deduplicated", "boilerplate", "report", "report.json", "plots")
+_WRITTEN = ("clusters", "pairs", "deduplicated", "boilerplate", "report", "report.json")  # plots are files
 
 
 def _check_apart(out: str, target: Path, cfg: Config) -> None:
