@@ -92,23 +92,51 @@ def choose_bands_rows(
         raise ValueError(f"threshold must be in (0, 1], got {threshold}")
     if num_perm < 1:
         raise ValueError(f"num_perm must be >= 1, got {num_perm}")
+    best, fallback = _Choice(_key), _Choice(_fallback_key)
+    for visit in _visits(threshold, num_perm, far_fraction, max_far_probability):
+        fallback.offer(visit)
+        if visit[3] <= max_far_probability:
+            best.offer(visit)
+    return best.pick if best.pick is not None else fallback.pick
+
+
+def _visits(threshold: float, num_perm: int, far_fraction: float, max_far_probability: float):
+    """(bands, rows, p at threshold, p at far) of every (b, r) the choice weighs, b*r <= num_perm:
+    for each rows, the bands up to the first whose far probability passes the bound (it only
+    grows with more bands). `candidate_probability`'s arithmetic, each row power taken once."""
     far = far_fraction * threshold
-    best_key, best = None, None
-    fallback_key, fallback = None, None
     for rows in range(1, num_perm + 1):
+        miss_far, miss_t = 1.0 - far**rows, 1.0 - threshold**rows
         for bands in range(1, num_perm // rows + 1):
-            p_far = candidate_probability(far, bands, rows)
-            p_t = candidate_probability(threshold, bands, rows)
-            fb_key = (p_far, -p_t, bands * rows)
-            if fallback_key is None or fb_key < fallback_key:
-                fallback_key, fallback = fb_key, (bands, rows)
+            p_far = 1.0 - miss_far**bands
+            yield bands, rows, 1.0 - miss_t**bands, p_far
             if p_far > max_far_probability:
-                break  # p_far only grows with more bands
-            # Round so float noise does not pick a larger b*r for no real gain.
-            key = (-round(p_t, 9), round(p_far, 9), bands * rows)
-            if best_key is None or key < best_key:
-                best_key, best = key, (bands, rows)
-    return best if best is not None else fallback
+                break
+
+
+def _key(visit) -> tuple:
+    """Highest catch at the threshold, then the lowest far probability, then fewer permutations
+    (rounded, so float noise does not pick a larger b*r for no real gain)."""
+    bands, rows, p_t, p_far = visit
+    return -round(p_t, 9), round(p_far, 9), bands * rows
+
+
+def _fallback_key(visit) -> tuple:
+    """No (b, r) meets the far bound: the lowest far probability."""
+    bands, rows, p_t, p_far = visit
+    return p_far, -p_t, bands * rows
+
+
+class _Choice:
+    """The (bands, rows) of the smallest key offered; the first offered wins a tie."""
+
+    def __init__(self, key):
+        self._key, self._best, self.pick = key, None, None
+
+    def offer(self, visit) -> None:
+        key = self._key(visit)
+        if self._best is None or key < self._best:
+            self._best, self.pick = key, (visit[0], visit[1])
 
 
 def resolve(
@@ -165,8 +193,23 @@ def perm_needed(
 ) -> int | None:
     """Smallest num_perm (multiple of 8) whose automatic choice catches pairs at
     `threshold` with probability >= target; None if none up to `limit`."""
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    # The choice for p weighs exactly the visits for `limit` with b*r <= p (in the same
+    # order), so one pass over them in order of b*r gives every p's choice: calling
+    # choose_bands_rows for each p took ~7 s at threshold 0.2, on the driver, every run.
+    # Both keys end in b*r, so a tie can only be between visits of one b*r, which the
+    # stable sort keeps in the order choose_bands_rows meets them.
+    visits = sorted(_visits(threshold, limit, far_fraction, max_far_probability), key=lambda v: v[0] * v[1])
+    best, fallback = _Choice(_key), _Choice(_fallback_key)
+    at = 0
     for p in range(8, limit + 1, 8):
-        b, r = choose_bands_rows(threshold, p, far_fraction, max_far_probability)
+        while at < len(visits) and visits[at][0] * visits[at][1] <= p:
+            fallback.offer(visits[at])
+            if visits[at][3] <= max_far_probability:
+                best.offer(visits[at])
+            at += 1
+        b, r = best.pick if best.pick is not None else fallback.pick
         if candidate_probability(threshold, b, r) >= target:
             return p
     return None

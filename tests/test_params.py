@@ -60,6 +60,20 @@ def test_advice_says_when_num_perm_is_too_small_and_what_would_do():
     assert not P.advice(P.resolve(0.8, 128), 1 / 3, 0.05)
 
 
+@pytest.mark.parametrize("t, far_fraction, bound, target, limit", [
+    (0.3, 1 / 3, 0.05, 0.9, 256),   # 1136 would do: None below 256
+    (0.5, 1 / 3, 0.05, 0.9, 512),
+    (0.8, 0.5, 0.01, 0.99, 512),
+    (0.2, 1 / 3, 0.05, 0.9, 128),   # none does: None
+    (0.6, 0.9, 0.0, 0.9, 128),      # no (b, r) meets the far bound: the fallback decides
+])
+def test_perm_needed_is_the_first_num_perm_whose_choice_catches(t, far_fraction, bound, target, limit):
+    # The definition, one choose_bands_rows per p: perm_needed must give what it gives.
+    want = next((p for p in range(8, limit + 1, 8)
+                 if P.candidate_probability(t, *P.choose_bands_rows(t, p, far_fraction, bound)) >= target), None)
+    assert P.perm_needed(t, target, far_fraction, bound, limit) == want
+
+
 def test_pinned_bend_above_threshold_is_flagged():
     notes = P.advice(P.resolve(0.8, 128, bands=9, rows=13), 1 / 3, 0.05)
     assert any("above the threshold" in n for n in notes)
