@@ -249,6 +249,9 @@ def loud_advice(report: dict) -> list[str]:
     of it for pinned bands x rows, else only for a catch below LOUD_CATCH. The default
     choice's trade-off at low thresholds (0.683 at 0.3) stays in the report."""
     lsh, notes = report.get("lsh") or {}, report.get("advice") or []
+    if lsh.get("mode") == "containment":  # a size class that misses most pairs at its floor
+        weak = any(c.get("p_candidate_at_floor", 1.0) < LOUD_CATCH for c in lsh.get("size_classes", []))
+        return notes if weak else []
     weak = lsh.get("p_candidate_at_threshold", 1.0) < LOUD_CATCH
     return notes if notes and (weak or not lsh.get("chosen_from_threshold", True)) else []
 

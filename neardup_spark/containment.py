@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from . import columns as C
 from .config import Config
 from .hashing import mix64
-from .params import candidate_probability, catching
+from .params import TARGET_CATCH, candidate_probability, catching
 
 MIN_CATCH = 0.95
 _CLASS_MULT = 0xA24BAED4963EE407
@@ -66,6 +66,22 @@ def size_classes(threshold: float, num_perm: int, max_ratio: float) -> list[Size
         b, r = catching(floor, num_perm, MIN_CATCH)
         out.append(SizeClass(k, floor, b, r, (-1, 0) if k == 0 else (k - 1, k)))
     return out
+
+
+def advice(classes: list[SizeClass], threshold: float) -> list[str]:
+    """Human warnings about the size classes: those whose pairs at the containment threshold
+    become candidates with probability under TARGET_CATCH (num_perm too small for their
+    Jaccard floor). The Jaccard-mode advice does not apply: its bands are not used here."""
+    notes = []
+    for c in classes:
+        p = candidate_probability(c.jaccard_floor, c.bands, c.rows)
+        if p < TARGET_CATCH:
+            notes.append(
+                f"containment size class {c.k} (larger set up to {2**c.k}x the smaller): pairs at containment "
+                f"{threshold:g} have Jaccard down to {c.jaccard_floor:.3f} and become candidates with probability "
+                f"{p:.3f} (< {TARGET_CATCH:.0%}) with {c.bands} x {c.rows}; raise minhash.num_perm, or lower "
+                "match.max_size_ratio")
+    return notes
 
 
 def levels(sizes: np.ndarray) -> np.ndarray:

@@ -232,9 +232,7 @@ def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResul
     Raises InputError before heavy work for missing columns, wrong types,
     malformed JSON, null or duplicate ids.
     """
-    lsh, sim = lsh_params(cfg), SimHashLayout.of(cfg)
-    # Pure Python (~0.5 s for some parameters): computed while Spark works.
-    notes = in_background(lambda: advice(lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability) if sim is None else [])
+    notes = in_background(lambda: run_advice(cfg))  # pure Python: computed while Spark works
     st = _Stages(raw.sparkSession)
     work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
     v = verified(raw, cfg, st, digest)
@@ -261,7 +259,7 @@ def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResul
     report = {
         "neardup_spark_version": __version__,
         "spark_version": raw.sparkSession.version,
-        "lsh": _lsh_report(cfg, lsh, sim),
+        "lsh": _lsh_report(cfg, lsh_params(cfg), SimHashLayout.of(cfg)),
         "advice": notes.result(),
         "counts": counts,
         "boilerplate": v.prep.boilerplate,
@@ -273,6 +271,16 @@ def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResul
     dedup = keeper_rows(raw, cfg, clusters, counts["clusters"], counts["removed"])
     lines = boilerplate.lines_frame(raw.sparkSession, v.prep.lines) if v.prep.lines is not None else None
     return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, st.cached)
+
+
+def run_advice(cfg: Config) -> list[str]:
+    """The report's advice on the candidate search this run makes: the Jaccard bands'
+    S-curve, or the containment size classes (SimHash: none)."""
+    if SimHashLayout.of(cfg) is not None:
+        return []
+    if cfg.match.mode == "containment":
+        return containment.advice(containment_classes(cfg), cfg.match.containment_threshold)
+    return advice(lsh_params(cfg), cfg.lsh.far_fraction, cfg.lsh.max_far_probability)
 
 
 def keeper_config(cfg: Config) -> Config:

@@ -233,3 +233,16 @@ def test_advice_reaches_stderr_for_pinned_or_weak_lsh_only():
     assert "At Jaccard 0.50 the probability is 0.000" in pinned["advice"][0]
     assert cli.loud_advice(report(resolve(0.3, 128))) == []  # the default's known trade-off: the report only
     assert cli.loud_advice(report(resolve(0.3, 16)))  # chosen, but catches under half the pairs at 0.3
+
+
+def test_containment_advice_reaches_stderr_when_a_size_class_misses_most_pairs():
+    from neardup_spark.containment import advice, size_classes
+
+    def report(num_perm):
+        classes = size_classes(0.8, num_perm, 16)
+        return {"lsh": {"mode": "containment", "size_classes": [c.as_dict() for c in classes]},
+                "advice": advice(classes, 0.8)}
+
+    assert cli.loud_advice(report(128)) == []
+    weak = report(32)  # class 4 catches 0.141 of the pairs at its floor
+    assert weak["advice"] and cli.loud_advice(weak) == weak["advice"]

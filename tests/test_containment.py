@@ -7,7 +7,7 @@ import pytest
 
 from neardup_spark import Config, deduplicate
 from neardup_spark.config import ConfigError
-from neardup_spark.containment import size_classes
+from neardup_spark.containment import advice, size_classes
 from neardup_spark.params import candidate_probability
 
 VOCAB = [f"w{i}" for i in range(30_000)]
@@ -41,6 +41,20 @@ def test_size_classes_catch_their_jaccard_floor():
         # A pair at the class's largest size ratio with containment exactly 0.8 has that Jaccard.
         q, x = 100, 100 * 2**c.k
         assert c.jaccard_floor == pytest.approx(0.8 * q / (q + x - 0.8 * q))
+
+
+def test_advice_speaks_of_the_size_classes_not_of_jaccard_bands():
+    from neardup_spark.pipeline import run_advice
+
+    cfg = Config().with_overrides({"match.mode": "containment"})
+    assert run_advice(cfg) == []  # every class catches its floor at num_perm 128
+    # The Jaccard bands' advice (threshold 0.3 catches 0.683) describes bands this mode never uses.
+    assert run_advice(Config()) and "0.683" in run_advice(Config())[0]
+    small = cfg.with_overrides({"minhash.num_perm": 32})
+    notes = run_advice(small)
+    weak = [c for c in size_classes(0.8, 32, 16) if candidate_probability(c.jaccard_floor, c.bands, c.rows) < 0.9]
+    assert len(notes) == len(weak) == 1 and "size class 4" in notes[0] and "0.141" in notes[0]
+    assert advice(size_classes(0.8, 8, 16), 0.8) and all("containment 0.8" in n for n in advice(size_classes(0.8, 8, 16), 0.8))
 
 
 @pytest.fixture(scope="module")
