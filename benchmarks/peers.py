@@ -9,8 +9,10 @@ three tools run one after another, each as its own OS process timed from
 outside, JVM and session start included, all with master local[2], 8 shuffle
 partitions and a 4g driver heap (conf/local.toml's):
 
-  neardup    `neardup run` exactly as benchmarks/scale.py runs it (threshold
-             0.3, the default), scored on its clusters/ output.
+  neardup    `neardup run` as benchmarks/scale.py runs it (threshold 0.3, the
+             default), scored on its clusters/ output, but without scale.py's
+             instruments (Spark event log, memory monitor): the peers run
+             without them, and they cost neardup ~0.6 s at 100k here.
   mllib      benchmarks/peer_mllib.py: RegexTokenizer, NGram(5), HashingTF,
              MinHashLSH(numHashTables=5), approxSimilarityJoin self-join at
              Jaccard distance 0.7 (similarity 0.3), pairs a<b to the driver.
@@ -160,7 +162,7 @@ def run_neardup(path: Path, out: Path, args, labels: pd.Series) -> dict:
     code = neardup_code_state()  # the pipeline may change between runs: record what this one ran
     with _NeardupCommand() as started:
         try:
-            row = run_once(path, out, args.master, args.shuffle_partitions)
+            row = run_once(path, out, args.master, args.shuffle_partitions, instrumented=False)
         except SystemExit as e:  # run_once's way of reporting a failed run
             print(f"  {e}", file=sys.stderr)
             return {"status": "failed", "process_seconds": float("nan"), "neardup_code": code}
