@@ -117,6 +117,9 @@ def _parser() -> argparse.ArgumentParser:
 
     params = sub.add_parser("params", help="print the LSH (bands, rows) choice and its S-curve")
     _add_param_options(params)
+    params.add_argument("--mode", choices=["jaccard", "containment"], help="match.mode (default jaccard)")
+    params.add_argument("--containment-threshold", type=float,
+                        help="containment mode: |A n B| / |A| needed (default 0.8)")
     params.add_argument("--step", type=float, default=0.05, help="S-curve table step")
     params.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -209,6 +212,8 @@ def _cmd_params(args: argparse.Namespace) -> int:
     from .params import advice, format_report, lsh_params, s_curve
 
     cfg = config_from_args(args)
+    if cfg.match.mode == "containment":  # size classes of their own; the Jaccard bands are not used
+        return _containment_params(cfg, args.json)
     lsh = lsh_params(cfg)
     if args.json:
         out = lsh.as_dict()
@@ -217,6 +222,20 @@ def _cmd_params(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
     else:
         print(format_report(lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability, args.step))
+    return 0
+
+
+def _containment_params(cfg: Config, as_json: bool) -> int:
+    from . import containment
+    from .sketch import containment_classes
+
+    classes, t = containment_classes(cfg), cfg.match.containment_threshold
+    if as_json:
+        print(json.dumps({"mode": "containment", "containment_threshold": t, "num_perm": cfg.minhash.num_perm,
+                          "size_classes": [c.as_dict() for c in classes],
+                          "advice": containment.advice(classes, t)}, indent=2))
+    else:
+        print(containment.format_report(classes, t, cfg.minhash.num_perm))
     return 0
 
 

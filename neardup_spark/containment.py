@@ -84,6 +84,22 @@ def advice(classes: list[SizeClass], threshold: float) -> list[str]:
     return notes
 
 
+def format_report(classes: list[SizeClass], threshold: float, num_perm: int) -> str:
+    """The text `neardup params` prints in containment mode: each size class's bands and catch."""
+    lines = [
+        "mode             containment",
+        f"containment      {threshold:g} (|A n B| / |A|, A the smaller set)",
+        f"num_perm         {num_perm}",
+        "",
+        "class  larger set up to  Jaccard floor  bands x rows  P(candidate) at floor",
+    ]
+    for c in classes:
+        p = candidate_probability(c.jaccard_floor, c.bands, c.rows)
+        lines.append(f"{c.k:5d}  {2**c.k:>15}x  {c.jaccard_floor:13.4f}  {f'{c.bands} x {c.rows}':>12}  {p:21.4f}")
+    lines += [f"warning: {note}" for note in advice(classes, threshold)]
+    return "\n".join(lines)
+
+
 def levels(sizes: np.ndarray) -> np.ndarray:
     """floor(log2(size)) per set (0 for empty or singleton sets)."""
     return np.floor(np.log2(np.maximum(sizes, 1))).astype(np.int64)

@@ -123,6 +123,17 @@ def test_params_prints_choice_and_curve(capsys):
     assert len(data["s_curve"]) == 21
 
 
+def test_params_in_containment_mode_prints_the_size_classes(capsys):
+    assert cli.main(["params", "--mode", "containment"]) == 0
+    text = capsys.readouterr().out
+    assert "mode             containment" in text and "21 x 4" in text and "60 x 1" in text
+    assert "warning" not in text and "S* (bend)" not in text  # no Jaccard S-curve: its bands are unused
+    assert cli.main(["params", "--mode", "containment", "--num-perm", "32", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [c["class"] for c in data["size_classes"]] == [0, 1, 2, 3, 4]
+    assert len(data["advice"]) == 1 and "size class 4" in data["advice"][0]
+
+
 def test_config_file_and_command_line_precedence(tmp_path, capsys):
     conf = tmp_path / "x.toml"
     conf.write_text("[verify]\nthreshold = 0.8\n[minhash]\nnum_perm = 64\n")
