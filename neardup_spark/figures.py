@@ -59,8 +59,11 @@ def write_run_plots(result: DedupResult, cfg: Config, directory: str) -> list[st
     n_docs = result.report["counts"]["documents"]
     random = random_pair_jaccards(result.sketched, RANDOM_PAIRS, n_docs, cfg.minhash.seed)
     out = Path(directory)
+    # One S-curve only where one banding finds the candidates (not SimHash's tables or
+    # containment's size classes, whose report has no bands of its own).
+    curve = [plots.s_curve(lsh["bands"], lsh["rows"], cfg.verify.threshold, out / "s_curve.png")] if "bands" in lsh else []
     written = [
-        plots.s_curve(lsh["bands"], lsh["rows"], cfg.verify.threshold, out / "s_curve.png"),
+        *curve,
         plots.jaccard_histogram(random, verified_jaccards(result), out / "jaccard.png", threshold=cfg.verify.threshold),
         plots.cluster_sizes(cluster_size_counts(result), out / "cluster_sizes.png"),
     ]
