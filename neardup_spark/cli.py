@@ -229,13 +229,14 @@ def _containment_params(cfg: Config, as_json: bool) -> int:
     from . import containment
     from .sketch import containment_classes
 
-    classes, t = containment_classes(cfg), cfg.match.containment_threshold
+    classes, t, perm = containment_classes(cfg), cfg.match.containment_threshold, cfg.minhash.num_perm
+    pinned = bool(cfg.lsh.bands or cfg.lsh.rows)
     if as_json:
-        print(json.dumps({"mode": "containment", "containment_threshold": t, "num_perm": cfg.minhash.num_perm,
+        print(json.dumps({"mode": "containment", "containment_threshold": t, "num_perm": perm,
                           "size_classes": [c.as_dict() for c in classes],
-                          "advice": containment.advice(classes, t)}, indent=2))
+                          "advice": containment.advice(classes, t, perm, pinned)}, indent=2))
     else:
-        print(containment.format_report(classes, t, cfg.minhash.num_perm))
+        print(containment.format_report(classes, t, perm, pinned))
     return 0
 
 
@@ -268,9 +269,10 @@ def loud_advice(report: dict) -> list[str]:
     of it for pinned bands x rows, else only for a catch below LOUD_CATCH. The default
     choice's trade-off at low thresholds (0.683 at 0.3) stays in the report."""
     lsh, notes = report.get("lsh") or {}, report.get("advice") or []
-    if lsh.get("mode") == "containment":  # a size class that misses most pairs at its floor
+    if lsh.get("mode") == "containment":  # a size class that misses most pairs, or pinned bands it ignores
         weak = any(c.get("p_candidate_at_floor", 1.0) < LOUD_CATCH for c in lsh.get("size_classes", []))
-        return notes if weak else []
+        pinned = bool(((report.get("config") or {}).get("lsh") or {}).get("bands"))
+        return notes if weak or pinned else []
     weak = lsh.get("p_candidate_at_threshold", 1.0) < LOUD_CATCH
     return notes if notes and (weak or not lsh.get("chosen_from_threshold", True)) else []
 

@@ -39,6 +39,7 @@ from .hashing import mix64
 from .params import TARGET_CATCH, candidate_probability, catching
 
 MIN_CATCH = 0.95
+MAX_PERM = 4096  # minhash.num_perm's upper bound (config)
 _CLASS_MULT = 0xA24BAED4963EE407
 _LEVEL_MULT = np.uint64(0x9FB21C651E98DF25)
 
@@ -68,23 +69,34 @@ def size_classes(threshold: float, num_perm: int, max_ratio: float) -> list[Size
     return out
 
 
-def advice(classes: list[SizeClass], threshold: float) -> list[str]:
+def advice(classes: list[SizeClass], threshold: float, num_perm: int = 128, pinned: bool = False) -> list[str]:
     """Human warnings about the size classes: those whose pairs at the containment threshold
     become candidates with probability under TARGET_CATCH (num_perm too small for their
-    Jaccard floor). The Jaccard-mode advice does not apply: its bands are not used here."""
+    Jaccard floor), and pinned lsh.bands x rows, which this mode does not use. The
+    Jaccard-mode advice does not apply: its bands are not used here."""
     notes = []
     for c in classes:
         p = candidate_probability(c.jaccard_floor, c.bands, c.rows)
         if p < TARGET_CATCH:
+            fixes = [f"raise minhash.num_perm (now {num_perm})"] if num_perm < MAX_PERM else []
+            if c.k:
+                fixes.append("lower match.max_size_ratio")
             notes.append(
-                f"containment size class {c.k} (larger set up to {2**c.k}x the smaller): pairs at containment "
-                f"{threshold:g} have Jaccard down to {c.jaccard_floor:.3f} and become candidates with probability "
-                f"{p:.3f} (< {TARGET_CATCH:.0%}) with {c.bands} x {c.rows}; raise minhash.num_perm, or lower "
-                "match.max_size_ratio")
+                f"containment size class {c.k} ({_sizes(c.k)}): pairs at containment {threshold:g} have Jaccard "
+                f"down to {c.jaccard_floor:.3g} and become candidates with probability {p:.3f} "
+                f"(< {TARGET_CATCH:.0%}) with {c.bands} x {c.rows}"
+                + (f"; {' or '.join(fixes)}" if fixes else ""))
+    if pinned:
+        notes.append("lsh.bands and lsh.rows are set but unused: containment mode bands each size class for its "
+                     "own Jaccard floor")
     return notes
 
 
-def format_report(classes: list[SizeClass], threshold: float, num_perm: int) -> str:
+def _sizes(k: int) -> str:
+    return "sets of like size" if k == 0 else f"larger set up to {2**k}x the smaller"
+
+
+def format_report(classes: list[SizeClass], threshold: float, num_perm: int, pinned: bool = False) -> str:
     """The text `neardup params` prints in containment mode: each size class's bands and catch."""
     lines = [
         "mode             containment",
@@ -96,7 +108,7 @@ def format_report(classes: list[SizeClass], threshold: float, num_perm: int) -> 
     for c in classes:
         p = candidate_probability(c.jaccard_floor, c.bands, c.rows)
         lines.append(f"{c.k:5d}  {2**c.k:>15}x  {c.jaccard_floor:13.4f}  {f'{c.bands} x {c.rows}':>12}  {p:21.4f}")
-    lines += [f"warning: {note}" for note in advice(classes, threshold)]
+    lines += [f"warning: {note}" for note in advice(classes, threshold, num_perm, pinned)]
     return "\n".join(lines)
 
 

@@ -105,6 +105,8 @@ def _visits(threshold: float, num_perm: int, far_fraction: float, max_far_probab
     for each rows, the bands up to the first whose far probability passes the bound (it only
     grows with more bands). `candidate_probability`'s arithmetic, each row power taken once."""
     far = far_fraction * threshold
+    if not 0.0 <= far <= 1.0:  # candidate_probability's check, which this arithmetic skips
+        raise ValueError(f"jaccard must be in [0, 1], got {far} (far_fraction * threshold)")
     for rows in range(1, num_perm + 1):
         miss_far, miss_t = 1.0 - far**rows, 1.0 - threshold**rows
         for bands in range(1, num_perm // rows + 1):

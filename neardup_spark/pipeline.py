@@ -279,7 +279,8 @@ def run_advice(cfg: Config) -> list[str]:
     if SimHashLayout.of(cfg) is not None:
         return []
     if cfg.match.mode == "containment":
-        return containment.advice(containment_classes(cfg), cfg.match.containment_threshold)
+        return containment.advice(containment_classes(cfg), cfg.match.containment_threshold, cfg.minhash.num_perm,
+                                  pinned=bool(cfg.lsh.bands or cfg.lsh.rows))
     return advice(lsh_params(cfg), cfg.lsh.far_fraction, cfg.lsh.max_far_probability)
 
 

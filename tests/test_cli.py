@@ -201,6 +201,17 @@ def test_library_call_under_spark_connect(spark, tmp_path):
     classic.unpersist()
 
 
+def test_plots_in_containment_mode_skip_the_s_curve(spark, tmp_path, capsys):
+    # No single banding to draw: the S-curve is left out, the other plots are written
+    # (this ran the whole pipeline, then failed on the report's missing bands).
+    out = tmp_path / "out"
+    assert cli.main(["run", "--input", SAMPLE, "--output", str(out), "--plots", "--mode", "containment", *COMMON]) == 0
+    capsys.readouterr()
+    report = json.loads((out / "report.json").read_text())
+    assert report["plots"] == [str(out / "jaccard.png"), str(out / "cluster_sizes.png")]
+    assert not (out / "s_curve.png").exists()
+
+
 def test_run_with_plots_and_stripping_then_evaluate(spark, tmp_path, capsys):
     out = tmp_path / "out"
     rc = cli.main(["run", "--input", SAMPLE, "--output", str(out), "--plots", "--strip-boilerplate",
@@ -257,3 +268,9 @@ def test_containment_advice_reaches_stderr_when_a_size_class_misses_most_pairs()
     assert cli.loud_advice(report(128)) == []
     weak = report(32)  # class 4 catches 0.141 of the pairs at its floor
     assert weak["advice"] and cli.loud_advice(weak) == weak["advice"]
+    # A note, but every class catches at least half its pairs: the report only.
+    middling = {"lsh": {"mode": "containment", "size_classes": [{"p_candidate_at_floor": 0.7}]}, "advice": ["x"]}
+    assert cli.loud_advice(middling) == []
+    pinned = {**report(128), "advice": ["lsh.bands and lsh.rows are set but unused"],
+              "config": {"lsh": {"bands": 4, "rows": 4}}}
+    assert cli.loud_advice(pinned) == pinned["advice"]

@@ -55,6 +55,13 @@ def test_advice_speaks_of_the_size_classes_not_of_jaccard_bands():
     weak = [c for c in size_classes(0.8, 32, 16) if candidate_probability(c.jaccard_floor, c.bands, c.rows) < 0.9]
     assert len(notes) == len(weak) == 1 and "size class 4" in notes[0] and "0.141" in notes[0]
     assert advice(size_classes(0.8, 8, 16), 0.8) and all("containment 0.8" in n for n in advice(size_classes(0.8, 8, 16), 0.8))
+    # Only fixes that can help: no ratio to lower for like sizes, no num_perm above the maximum.
+    like = advice(size_classes(0.8, 2, 1), 0.8, num_perm=2)
+    assert like and "like size" in like[0] and "max_size_ratio" not in like[0] and "num_perm (now 2)" in like[0]
+    top = advice(size_classes(0.5, 4096, 1024), 0.5, num_perm=4096)
+    assert top and not any("num_perm" in n for n in top)
+    pinned = run_advice(cfg.with_overrides({"lsh.bands": 4, "lsh.rows": 4}))
+    assert len(pinned) == 1 and "set but unused" in pinned[0]
 
 
 @pytest.fixture(scope="module")

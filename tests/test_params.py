@@ -66,12 +66,20 @@ def test_advice_says_when_num_perm_is_too_small_and_what_would_do():
     (0.8, 0.5, 0.01, 0.99, 512),
     (0.2, 1 / 3, 0.05, 0.9, 128),   # none does: None
     (0.6, 0.9, 0.0, 0.9, 128),      # no (b, r) meets the far bound: the fallback decides
+    (0.99, 0.9, 0.0, 0.9, 64),      # the fallback (1 x p, the lowest far probability) catches 0.99**8
 ])
 def test_perm_needed_is_the_first_num_perm_whose_choice_catches(t, far_fraction, bound, target, limit):
     # The definition, one choose_bands_rows per p: perm_needed must give what it gives.
     want = next((p for p in range(8, limit + 1, 8)
                  if P.candidate_probability(t, *P.choose_bands_rows(t, p, far_fraction, bound)) >= target), None)
     assert P.perm_needed(t, target, far_fraction, bound, limit) == want
+
+
+def test_a_far_jaccard_outside_0_1_is_refused():
+    with pytest.raises(ValueError, match="jaccard must be in"):
+        P.choose_bands_rows(0.5, 16, far_fraction=3.0)
+    with pytest.raises(ValueError, match="jaccard must be in"):
+        P.perm_needed(0.5, far_fraction=3.0)
 
 
 def test_pinned_bend_above_threshold_is_flagged():
