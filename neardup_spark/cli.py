@@ -227,16 +227,16 @@ def _cmd_params(args: argparse.Namespace) -> int:
 
 def _containment_params(cfg: Config, as_json: bool) -> int:
     from . import containment
+    from .pipeline import run_advice
     from .sketch import containment_classes
 
     classes, t, perm = containment_classes(cfg), cfg.match.containment_threshold, cfg.minhash.num_perm
-    pinned = bool(cfg.lsh.bands or cfg.lsh.rows)
+    notes = run_advice(cfg)  # what a run with this config reports
     if as_json:
         print(json.dumps({"mode": "containment", "containment_threshold": t, "num_perm": perm,
-                          "size_classes": [c.as_dict() for c in classes],
-                          "advice": containment.advice(classes, t, perm, pinned)}, indent=2))
+                          "size_classes": [c.as_dict() for c in classes], "advice": notes}, indent=2))
     else:
-        print(containment.format_report(classes, t, perm, pinned))
+        print(containment.format_report(classes, t, perm, notes))
     return 0
 
 

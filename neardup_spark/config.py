@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import NeardupError
+from .params import MAX_NUM_PERM
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -348,7 +349,8 @@ def validate(cfg: Config) -> None:
     _check(0.0 <= bp.min_share <= 1.0, f"boilerplate.min_share must be in [0, 1]; got {bp.min_share}")
     _check(1 <= bp.max_lines <= 10_000_000, f"boilerplate.max_lines must be in [1, 10000000]; got {bp.max_lines}")
     _check(cfg.shingle.k >= 1, f"shingle.k must be >= 1; got {cfg.shingle.k}")
-    _check(1 <= cfg.minhash.num_perm <= 4096, f"minhash.num_perm must be in [1, 4096]; got {cfg.minhash.num_perm}")
+    _check(1 <= cfg.minhash.num_perm <= MAX_NUM_PERM,
+           f"minhash.num_perm must be in [1, {MAX_NUM_PERM}]; got {cfg.minhash.num_perm}")
     _check(0 <= cfg.minhash.seed < 2**63, f"minhash.seed must be in [0, 2**63); got {cfg.minhash.seed}")
     _one_of(cfg.match.method, METHODS, "match.method")
     _one_of(cfg.match.mode, MODES, "match.mode")

@@ -36,10 +36,9 @@ from pyspark.sql import functions as F
 from . import columns as C
 from .config import Config
 from .hashing import mix64
-from .params import TARGET_CATCH, candidate_probability, catching
+from .params import MAX_NUM_PERM, TARGET_CATCH, candidate_probability, catching
 
 MIN_CATCH = 0.95
-MAX_PERM = 4096  # minhash.num_perm's upper bound (config)
 _CLASS_MULT = 0xA24BAED4963EE407
 _LEVEL_MULT = np.uint64(0x9FB21C651E98DF25)
 
@@ -78,7 +77,7 @@ def advice(classes: list[SizeClass], threshold: float, num_perm: int = 128, pinn
     for c in classes:
         p = candidate_probability(c.jaccard_floor, c.bands, c.rows)
         if p < TARGET_CATCH:
-            fixes = [f"raise minhash.num_perm (now {num_perm})"] if num_perm < MAX_PERM else []
+            fixes = [f"raise minhash.num_perm (now {num_perm})"] if num_perm < MAX_NUM_PERM else []
             if c.k:
                 fixes.append("lower match.max_size_ratio")
             notes.append(
@@ -96,8 +95,9 @@ def _sizes(k: int) -> str:
     return "sets of like size" if k == 0 else f"larger set up to {2**k}x the smaller"
 
 
-def format_report(classes: list[SizeClass], threshold: float, num_perm: int, pinned: bool = False) -> str:
-    """The text `neardup params` prints in containment mode: each size class's bands and catch."""
+def format_report(classes: list[SizeClass], threshold: float, num_perm: int, notes: list[str]) -> str:
+    """The text `neardup params` prints in containment mode: each size class's bands and
+    catch, then `notes` (the run's advice)."""
     lines = [
         "mode             containment",
         f"containment      {threshold:g} (|A n B| / |A|, A the smaller set)",
@@ -108,7 +108,7 @@ def format_report(classes: list[SizeClass], threshold: float, num_perm: int, pin
     for c in classes:
         p = candidate_probability(c.jaccard_floor, c.bands, c.rows)
         lines.append(f"{c.k:5d}  {2**c.k:>15}x  {c.jaccard_floor:13.4f}  {f'{c.bands} x {c.rows}':>12}  {p:21.4f}")
-    lines += [f"warning: {note}" for note in advice(classes, threshold, num_perm, pinned)]
+    lines += [f"warning: {note}" for note in notes]
     return "\n".join(lines)
 
 

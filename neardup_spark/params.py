@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 TARGET_CATCH = 0.9  # below this at T, we tell the user to raise num_perm
+MAX_NUM_PERM = 4096  # minhash.num_perm's upper bound (config checks it)
 
 
 def candidate_probability(s: float, bands: int, rows: int) -> float:
@@ -92,12 +93,10 @@ def choose_bands_rows(
         raise ValueError(f"threshold must be in (0, 1], got {threshold}")
     if num_perm < 1:
         raise ValueError(f"num_perm must be >= 1, got {num_perm}")
-    best, fallback = _Choice(_key), _Choice(_fallback_key)
+    choice = _Choice(max_far_probability)
     for visit in _visits(threshold, num_perm, far_fraction, max_far_probability):
-        fallback.offer(visit)
-        if visit[3] <= max_far_probability:
-            best.offer(visit)
-    return best.pick if best.pick is not None else fallback.pick
+        choice.offer(visit)
+    return choice.pick
 
 
 def _visits(threshold: float, num_perm: int, far_fraction: float, max_far_probability: float):
@@ -116,29 +115,30 @@ def _visits(threshold: float, num_perm: int, far_fraction: float, max_far_probab
                 break
 
 
-def _key(visit) -> tuple:
-    """Highest catch at the threshold, then the lowest far probability, then fewer permutations
-    (rounded, so float noise does not pick a larger b*r for no real gain)."""
-    bands, rows, p_t, p_far = visit
-    return -round(p_t, 9), round(p_far, 9), bands * rows
-
-
-def _fallback_key(visit) -> tuple:
-    """No (b, r) meets the far bound: the lowest far probability."""
-    bands, rows, p_t, p_far = visit
-    return p_far, -p_t, bands * rows
-
-
 class _Choice:
-    """The (bands, rows) of the smallest key offered; the first offered wins a tie."""
+    """The choice among the visits offered so far (the first offered wins a tie).
 
-    def __init__(self, key):
-        self._key, self._best, self.pick = key, None, None
+    Among those within the far bound: the highest catch at the threshold, then the lowest
+    far probability, then fewer permutations (rounded, so float noise does not pick a
+    larger b*r for no real gain). If none is within it: the lowest far probability."""
+
+    def __init__(self, max_far_probability: float):
+        self._bound = max_far_probability
+        self._best = self._fallback = None  # (key, (bands, rows))
 
     def offer(self, visit) -> None:
-        key = self._key(visit)
-        if self._best is None or key < self._best:
-            self._best, self.pick = key, (visit[0], visit[1])
+        bands, rows, p_t, p_far = visit
+        fallback = ((p_far, -p_t, bands * rows), (bands, rows))
+        if self._fallback is None or fallback[0] < self._fallback[0]:
+            self._fallback = fallback
+        if p_far <= self._bound:
+            best = ((-round(p_t, 9), round(p_far, 9), bands * rows), (bands, rows))
+            if self._best is None or best[0] < self._best[0]:
+                self._best = best
+
+    @property
+    def pick(self) -> tuple[int, int]:
+        return (self._best or self._fallback)[1]
 
 
 def resolve(
@@ -191,7 +191,7 @@ def perm_needed(
     target: float = TARGET_CATCH,
     far_fraction: float = 1.0 / 3.0,
     max_far_probability: float = 0.05,
-    limit: int = 4096,
+    limit: int = MAX_NUM_PERM,
 ) -> int | None:
     """Smallest num_perm (multiple of 8) whose automatic choice catches pairs at
     `threshold` with probability >= target; None if none up to `limit`."""
@@ -203,15 +203,12 @@ def perm_needed(
     # Both keys end in b*r, so a tie can only be between visits of one b*r, which the
     # stable sort keeps in the order choose_bands_rows meets them.
     visits = sorted(_visits(threshold, limit, far_fraction, max_far_probability), key=lambda v: v[0] * v[1])
-    best, fallback = _Choice(_key), _Choice(_fallback_key)
-    at = 0
+    choice, at = _Choice(max_far_probability), 0
     for p in range(8, limit + 1, 8):
         while at < len(visits) and visits[at][0] * visits[at][1] <= p:
-            fallback.offer(visits[at])
-            if visits[at][3] <= max_far_probability:
-                best.offer(visits[at])
+            choice.offer(visits[at])
             at += 1
-        b, r = best.pick if best.pick is not None else fallback.pick
+        b, r = choice.pick
         if candidate_probability(threshold, b, r) >= target:
             return p
     return None
@@ -225,7 +222,7 @@ def advice(params: LshParams, far_fraction: float, max_far_probability: float) -
         more = (
             f"num_perm={need} would reach {TARGET_CATCH:.0%} with the far-pair bound kept"
             if need
-            else "no num_perm up to 4096 does with the far-pair bound kept; loosen lsh.max_far_probability"
+            else f"no num_perm up to {MAX_NUM_PERM} does with the far-pair bound kept; loosen lsh.max_far_probability"
         )
         if not params.chosen:
             more = (f"bands x rows are pinned ({params.bands} x {params.rows}); unset lsh.bands and lsh.rows "
