@@ -16,11 +16,10 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 from pyspark.sql import Column
 
 from .config import NormaliseConfig
-from .hashing import SPACE, codepoints
+from .hashing import SPACE
 
 # Categories that separate words. Private-use (Co) and unassigned code points
 # are left alone: they carry meaning in some corpora and are rare.
@@ -47,47 +46,16 @@ def _translation(punctuation: bool) -> dict[int, str]:
 
 
 def preload() -> None:
-    """Build both translate tables now (~0.5 s; see `worker_daemon`)."""
+    """Build the translate and lookup tables now (~0.5 s; see `worker_daemon`)."""
     for punctuation in (True, False):
-        _translation(punctuation)
-
-
-def fold_series(texts: pd.Series, opts: NormaliseConfig) -> pd.Series:
-    """The per-character steps of normalisation (decode, NFKC, lower case): str or UTF-8
-    bytes in, str out (invalid bytes become U+FFFD; null, NaN included, stays None).
-    `collapse` finishes the job on code points.
-
-    One pass in plain Python: pandas' `.str` methods (a pass each, with their null
-    handling) took ~1.4x as long here."""
-    nfkc, lower, normalize = opts.nfkc, opts.lowercase, unicodedata.normalize
-    out = []
-    for text in texts:
-        if isinstance(text, (bytes, bytearray)):
-            text = bytes(text).decode("utf-8", "replace")
-        elif not isinstance(text, str):
-            out.append(None)
-            continue
-        if nfkc:
-            text = normalize("NFKC", text)
-        if lower:
-            text = text.lower()
-        out.append(text)
-    return pd.Series(out, index=texts.index, dtype=object)
-
-
-def spaced(texts: Sequence[str], punctuation: bool) -> list[str]:
-    """Folded texts with every separator turned into a space and the ends trimmed
-    (`str.translate` is C code with a fast path for ASCII)."""
-    table = _translation(punctuation)
-    return [t.translate(table).strip(" ") for t in texts]
+        for lowercase in (True, False):
+            _ascii_table(lowercase, punctuation)
 
 
 def collapse(cps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`spaced` texts as code points (see `hashing.codepoints`) -> their normalised code
-    points: every run of spaces becomes one, so a text is its words joined by single
-    spaces (a regex over each text cost a third of the sketch; this is a few numpy passes).
-    Texts do not start with a space and end with none or one, so a run never crosses from
-    one into the next. Code points or UTF-8 bytes alike (a space is 32 in both)."""
+    """Code points or UTF-8 bytes (a space is 32 in both) of texts end to end, and their
+    offsets -> every run of spaces cut to its first space, offsets moved to match (a regex
+    over each text cost a third of the sketch; this is a few numpy passes)."""
     space = cps == SPACE
     repeat = np.flatnonzero(space[1:] & space[:-1]) + 1
     if repeat.size == 0:
@@ -102,34 +70,128 @@ def decode_codepoints(cps: np.ndarray) -> str:
     return cps.astype("<u4", copy=False).tobytes().decode("utf-32-le", "surrogatepass")
 
 
-def normalised_codepoints(folded: Sequence[str], punctuation: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Folded texts (see `fold_series`) -> their normalised forms as code points and offsets."""
-    return collapse(*codepoints(spaced(folded, punctuation)))
+# Per-character work in Python's str methods is fast only on ASCII: on a 2,800-character
+# article holding one curly quote, str.translate took 194 us and str.lower 15 us (7 and
+# 1.4 us on ASCII), five times the rest of the sketch. So lower case and separators are
+# applied as lookup tables over code points (numpy), and ASCII texts skip even that:
+# a 256-byte table over their UTF-8 bytes does both.
+
+# Python lower-cases U+03A3 by its context (final sigma) and U+0130 into two code points;
+# a text holding either is lower-cased by str.lower itself, the rest by `_lower_table`.
+_CONTEXT_LOWER = ("\u03a3", "\u0130")
 
 
-def normalised_utf8(folded: Sequence[str], punctuation: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Folded texts -> their normalised forms as UTF-8 (uint8) with one space after each
-    non-empty text, and int64 byte offsets (len n+1): text i is data[offsets[i]:offsets[i+1] - 1]
-    when it is not empty. The space ends the text's last word as the others end theirs
-    (see `hashing.utf8_word_units`).
+@functools.lru_cache(maxsize=1)
+def _lower_table() -> np.ndarray:
+    """uint32 per code point: `chr(cp).lower()` where that is one code point, else cp itself
+    (U+0130 only). Built by lower-casing all code points as one string (C speed, ~10 ms)."""
+    cps = np.arange(sys.maxunicode + 1, dtype=np.uint32)
+    alone = cps.copy()
+    alone[0xD800:0xE000] = SPACE  # lone surrogates are their own lower case
+    alone[0x130] = SPACE  # the one code point that lowers into two
+    lowered = np.frombuffer(decode_codepoints(alone).lower().encode("utf-32-le"), dtype="<u4").copy()
+    lowered[0xD800:0xE000] = cps[0xD800:0xE000]
+    lowered[0x130] = 0x130
+    lowered[0x3A3] = ord("\u03c3")  # its lower case standing alone; texts holding it use str.lower
+    lowered[SPACE] = SPACE
+    return lowered
 
-    Folded texts come from UTF-8 (`fold_series` decodes invalid bytes to U+FFFD), so they
-    hold no lone surrogates and encode as they are; Arrow encodes them in C."""
-    ended = [t + " " if t else t for t in spaced(folded, punctuation)]
-    arr = pa.array(ended, pa.large_string())
-    _, offsets_buf, data_buf = arr.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=len(ended) + 1)
-    data = np.frombuffer(data_buf, dtype=np.uint8, count=int(offsets[-1])) if data_buf is not None else np.zeros(0, np.uint8)
-    return collapse(data, offsets)
+
+@functools.lru_cache(maxsize=2)
+def _separator_mask(punctuation: bool) -> np.ndarray:
+    """bool per code point: normalisation turns it into a space (`_translation`'s keys)."""
+    mask = np.zeros(sys.maxunicode + 1, dtype=bool)
+    mask[np.fromiter(_translation(punctuation), dtype=np.int64)] = True
+    return mask
+
+
+@functools.lru_cache(maxsize=4)
+def _ascii_table(lowercase: bool, punctuation: bool) -> bytes:
+    """bytes.translate table: what normalisation does to each ASCII byte (separators to
+    spaces, upper case to lower); bytes from 0x80 (inside multi-byte characters) unchanged."""
+    mask, lower = _separator_mask(punctuation), _lower_table()
+    return bytes(SPACE if c < 0x80 and mask[c] else int(lower[c]) if c < 0x80 and lowercase else c
+                 for c in range(256))
+
+
+def _wide_utf8(texts: list[str], lowercase: bool, punctuation: bool) -> list[bytes]:
+    """Non-ASCII texts (already NFKC as configured) lower-cased and with separators turned
+    into spaces, per code point by table lookups, each back as UTF-8."""
+    cps = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    cps = _lower_table()[cps] if lowercase else cps.copy()
+    cps[_separator_mask(punctuation)[cps]] = SPACE
+    whole = decode_codepoints(cps)
+    out, pos = [], 0
+    for t in texts:
+        out.append(whole[pos : pos + len(t)].encode("utf-8", "surrogatepass"))
+        pos += len(t)
+    return out
+
+
+def normalised_utf8(texts: Sequence[str | bytes], opts: NormaliseConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Raw texts (str, or UTF-8 bytes whose invalid bytes become U+FFFD; no nulls) -> their
+    normalised forms as UTF-8 (uint8) with one space after each non-empty text, and int64
+    byte offsets (len n+1): text i is data[offsets[i]:offsets[i+1] - 1] when it is not empty.
+    The space ends the text's last word as the others end theirs (see
+    `hashing.utf8_word_units`).
+
+    The normalisation is the plain one (NFKC, `str.lower`, separators to spaces, runs of
+    spaces collapsed, ends trimmed), computed with tables: ASCII texts need only a byte
+    table, the others one table lookup per code point for each step after NFKC."""
+    n = len(texts)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
+    parts: list[bytes] = [b""] * n
+    wide, where = [], []
+    normalize = unicodedata.normalize
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            text = bytes(text).decode("utf-8", "replace")
+        if text.isascii():  # NFKC and lower case leave ASCII ASCII: the byte table does both
+            parts[i] = text.encode("ascii")
+            continue
+        if opts.nfkc:
+            text = normalize("NFKC", text)
+        if opts.lowercase and any(ch in text for ch in _CONTEXT_LOWER):
+            text = text.lower()  # the table lower-cases it again: lower case is idempotent
+        wide.append(text)
+        where.append(i)
+    if wide:
+        for i, part in zip(where, _wide_utf8(wide, opts.lowercase, opts.punctuation)):
+            parts[i] = part
+    # One space before the first text and after every text: each text's region is its bytes
+    # and the space after them, and collapsing every run of spaces to its first leaves each
+    # region its words, single spaces and one trailing space (none for an empty text).
+    joined = b"".join((b" ", b" ".join(parts), b" ")).translate(_ascii_table(opts.lowercase, opts.punctuation))
+    bounds = np.ones(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter((len(p) + 1 for p in parts), dtype=np.int64, count=n), out=bounds[1:])
+    bounds[1:] += 1
+    data, bounds = collapse(np.frombuffer(joined, dtype=np.uint8), bounds)
+    return data[1:], bounds - 1
+
+
+def normalised_codepoints(texts: Sequence[str | bytes], opts: NormaliseConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Raw texts -> their normalised forms as code points (uint32, no trailing space) and
+    int64 offsets (len n+1): `normalised_utf8` decoded, for character shingles."""
+    data, offsets = normalised_utf8(texts, opts)
+    ends = offsets[1:][offsets[1:] > offsets[:-1]] - 1  # each non-empty text's trailing space
+    keep = np.ones(data.size, dtype=bool)
+    keep[ends] = False
+    chars = np.zeros(data.size + 1, dtype=np.int64)  # code points before each byte
+    np.cumsum((data & 0xC0) != 0x80, out=chars[1:])
+    lengths = np.diff(chars[offsets]) - (np.diff(offsets) > 0)
+    out = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out[1:])
+    text = data[keep].tobytes().decode("utf-8", "surrogatepass")
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4"), out
 
 
 def normalise_series(texts: pd.Series, opts: NormaliseConfig) -> pd.Series:
     """The normalisation itself, on a pandas Series of str or UTF-8 bytes
     (invalid bytes become U+FFFD; null stays null)."""
-    folded = fold_series(texts, opts)
-    present = [i for i, t in enumerate(folded) if t is not None]
-    out: list[str | None] = [None] * len(folded)
-    cps, offsets = normalised_codepoints([folded.iat[i] for i in present], opts.punctuation)
+    present = [i for i, t in enumerate(texts) if isinstance(t, (str, bytes, bytearray))]
+    out: list[str | None] = [None] * len(texts)
+    cps, offsets = normalised_codepoints([texts.iat[i] for i in present], opts)
     whole = decode_codepoints(cps)
     for j, i in enumerate(present):
         out[i] = whole[offsets[j] : offsets[j + 1]]

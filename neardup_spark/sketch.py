@@ -18,6 +18,7 @@ Same seed, same keys, on any partitioning.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 
@@ -40,7 +41,7 @@ from . import columns as C
 from . import containment, hashing, simhash
 from .boilerplate import strip_normalised
 from .config import Config, NormaliseConfig
-from .normalise import decode_codepoints, fold_series, normalised_codepoints, normalised_utf8
+from .normalise import decode_codepoints, normalised_codepoints, normalised_utf8
 from .params import LshParams, lsh_params
 
 _DIGEST_BYTES = 16
@@ -129,7 +130,7 @@ def _blake(data) -> bytes:
 
 def _texts(arr: pa.Array) -> pd.Series:
     """Arrow text (string or binary) -> a Series of str, or of bytes when some are not
-    UTF-8 (`fold_series` then decodes them, invalid bytes becoming U+FFFD); nulls stay None.
+    UTF-8 (`normalised_utf8` then decodes them, invalid bytes becoming U+FFFD); nulls stay None.
 
     Spark strings need not be UTF-8 (Parquet, casts and binary data can put any bytes in
     them), and Arrow trusts a string column it is given, so the text is read as binary
@@ -194,20 +195,21 @@ def sketch_arrays(
     With `strip`, boilerplate segments go before anything else."""
     raw = _texts(texts)
     if strip is None:
-        folded, stripped = fold_series(raw, opts).tolist(), np.zeros(len(raw), dtype=np.int32)
+        todo, stripped = raw.tolist(), np.zeros(len(raw), dtype=np.int32)
     else:
         norm, stripped = strip_normalised(raw, opts, strip.unit, strip.keys)
-        folded = norm.tolist()  # already normalised: collapsing it again changes nothing
-    n = len(folded)
+        todo = norm.tolist()  # already normalised: only its spaces are looked at again
+        opts = dataclasses.replace(opts, nfkc=False, lowercase=False)
+    n = len(todo)
     hashes: list[bytes | None] = [None] * n
     sizes, n_keys, n_queries = (np.zeros(n, dtype=np.int64) for _ in range(3))
     packs, keys, queries = [], [], []
     prints = np.zeros((n, sim.bits // 64 if sim else 1), dtype=np.int64)
     tf = sim is not None and sim.weighting == "tf"
-    present = [i for i, t in enumerate(folded) if isinstance(t, str) and t]
+    present = [i for i, t in enumerate(todo) if t]  # not null, not empty (normalising may still empty it)
     for lo in range(0, len(present), hashing.SUB_BATCH):
         rows_ = present[lo : lo + hashing.SUB_BATCH]
-        (values, offsets, *counts), digests = _shingled([folded[i] for i in rows_], opts.punctuation, unit, k, seed, tf)
+        (values, offsets, *counts), digests = _shingled([todo[i] for i in rows_], opts, unit, k, seed, tf)
         kept = np.fromiter((d is not None for d in digests), dtype=bool, count=len(rows_))
         if not kept.all():  # texts that normalise to nothing (no shingles either) are empty
             rows_ = [i for i, keep in zip(rows_, kept) if keep]
@@ -263,26 +265,27 @@ def _utf8_digests(data: np.ndarray, offsets: np.ndarray) -> list[bytes | None]:
     return [_blake(whole[s : e - 1]) if e > s else None for s, e in zip(bounds[:-1], bounds[1:])]
 
 
-def _normalised_units(texts: list[str], punctuation: bool, unit: str) -> tuple[list[bytes | None], np.ndarray, np.ndarray]:
-    """Folded texts -> (exact-pass digests, shingle units, per-text unit offsets). Words
+def _normalised_units(texts: list[str | bytes], opts: NormaliseConfig,
+                      unit: str) -> tuple[list[bytes | None], np.ndarray, np.ndarray]:
+    """Raw texts -> (exact-pass digests, shingle units, per-text unit offsets). Words
     are found in UTF-8; character units need code points."""
     if unit == "word":
-        data, offsets = normalised_utf8(texts, punctuation)
+        data, offsets = normalised_utf8(texts, opts)
         return (_utf8_digests(data, offsets), *hashing.utf8_word_units(data, offsets))
-    cps, offsets = normalised_codepoints(texts, punctuation)
+    cps, offsets = normalised_codepoints(texts, opts)
     return (_digests(cps, offsets), *hashing.char_units(cps, offsets))
 
 
-def _shingled(texts: list[str], punctuation: bool, unit: str, k: int, seed: int,
+def _shingled(texts: list[str | bytes], opts: NormaliseConfig, unit: str, k: int, seed: int,
               with_counts: bool) -> tuple[tuple[np.ndarray, ...], list[bytes | None]]:
-    """Folded texts -> their shingle sets (values, offsets[, counts]) and exact-pass digests
+    """Raw texts -> their shingle sets (values, offsets[, counts]) and exact-pass digests
     (None for a text that normalises to nothing), TOKEN_CHARS (words) or CHUNK_CHARS
     (characters, as uint64 code points) characters at a time."""
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     parts, digests = [], []
     chunk = hashing.TOKEN_CHARS if unit == "word" else hashing.CHUNK_CHARS
     for lo, hi in hashing.ranges_under(lengths, chunk):
-        found, units, unit_offsets = _normalised_units(texts[lo:hi], punctuation, unit)
+        found, units, unit_offsets = _normalised_units(texts[lo:hi], opts, unit)
         digests += found
         parts.append(hashing.shingle_hashes(units, unit_offsets, k, seed, with_counts))
     return hashing.join_sets(parts), digests

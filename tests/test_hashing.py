@@ -131,18 +131,20 @@ def test_ranges_under_cover_every_item_once_within_the_cap():
 def test_utf8_word_units_hash_every_token_as_the_code_point_path_does(punctuation):
     # The sketch finds words in UTF-8 with Arrow's dictionary encoding; the hashes must be
     # the code-point path's, token for token, or signatures (and archive indexes) change.
+    from neardup_spark.config import NormaliseConfig
     from neardup_spark.normalise import normalised_codepoints, normalised_utf8
 
+    opts = NormaliseConfig(punctuation=punctuation)
     rng = np.random.default_rng(5)
     texts = random_texts(rng, 200, lo=0, hi=40)
     texts += ["", "   ", "one", "  lead and trail  ", "a,b;;c  --  d\te\nf", "\U0001f600 x \U0001f600", "é" * 30]
-    data, offsets = normalised_utf8(texts, punctuation)
+    data, offsets = normalised_utf8(texts, opts)
     got, got_offsets = H.utf8_word_units(data, offsets)
-    want, want_offsets = H.word_units(*normalised_codepoints(texts, punctuation))
+    want, want_offsets = H.word_units(*normalised_codepoints(texts, opts))
     assert np.array_equal(got_offsets, want_offsets)
     assert np.array_equal(got, want)
     # Each non-empty text is its normalised UTF-8 and one space; an empty one has no bytes.
-    cps, cp_offsets = normalised_codepoints(texts, punctuation)
+    cps, cp_offsets = normalised_codepoints(texts, opts)
     for i in range(len(texts)):
         text = cps[cp_offsets[i] : cp_offsets[i + 1]].astype("<u4").tobytes().decode("utf-32-le")
         assert bytes(data[offsets[i] : offsets[i + 1]]) == (text + " " if text else "").encode("utf-8")

@@ -80,3 +80,55 @@ def test_vectorised_normalisation_matches_the_plain_definition(seed, opts):
     texts += ["", " ", "  a  ", "\u03a3\u03a3 \u03a3", None]
     got = normalise_series(pd.Series(texts, dtype=object), opts).tolist()
     assert got == [None if t is None else _reference(t, opts) for t in texts]
+
+
+_ALL_OPTS = [NormaliseConfig(nfkc=a, lowercase=b, punctuation=c) for a in (True, False) for b in (True, False)
+             for c in (True, False)]
+
+
+@pytest.mark.parametrize("opts", _ALL_OPTS)
+def test_table_normalisation_matches_str_methods_on_mixed_batches(opts):
+    # ASCII texts take a byte table, the others code point tables; Greek capital sigma and
+    # dotted capital I, whose lower case depends on context or grows, go through str.lower.
+    # Every text must come out as the plain definition, wherever it sits in the batch.
+    import numpy as np
+
+    from neardup_spark.normalise import normalised_utf8
+
+    rng = np.random.default_rng(7)
+    pool = _POOL + ["\u03c3", "\u1e9e", "\u212a", "\u2126", "\u00df", "\u0345", "\u1f88", "\u24b6", "\u00b5"]
+    texts = ["".join(rng.choice(pool, size=rng.integers(0, 30))) for _ in range(400)]
+    texts += ["ΟΔΟΣ ΟΔΟΣ.", "ΣΑΣ", "aΣ", "Σa", "İstanbul", "plain ascii, Text!", "", "!!", "x"]
+    ascii_only = ["Some ASCII text, with CAPS_and-punctuation!"] * 3
+    texts = ascii_only + texts + ascii_only
+    data, offsets = normalised_utf8(texts, opts)
+    for i, t in enumerate(texts):
+        want = _reference(t, opts)
+        got = bytes(data[offsets[i] : offsets[i + 1]]).decode("utf-8", "surrogatepass")
+        assert got == (want + " " if want else ""), (t, got, want)
+
+
+def test_invalid_utf8_bytes_are_decoded_as_replacement_characters():
+    # U+FFFD is a symbol, so it separates words like any other.
+    from neardup_spark.normalise import normalised_utf8
+
+    data, offsets = normalised_utf8([b"caf\xe9OK", "Caf\u00e9"], NormaliseConfig())
+    assert bytes(data).decode() == "caf ok café "
+    assert offsets.tolist() == [0, 7, 13]
+    keep = NormaliseConfig(punctuation=False)
+    data, _ = normalised_utf8([b"caf\xe9OK"], keep)
+    assert bytes(data).decode() == "caf\ufffdok "
+
+
+def test_lower_case_table_is_str_lower_for_every_code_point():
+    import sys
+
+    from neardup_spark.normalise import _lower_table
+
+    table = _lower_table()
+    for cp in range(sys.maxunicode + 1):
+        low = chr(cp).lower()
+        if len(low) == 1:
+            assert table[cp] == ord(low), hex(cp)
+        else:
+            assert table[cp] == cp and cp == 0x130
