@@ -34,7 +34,6 @@ every stripped line with its document count.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from dataclasses import dataclass
@@ -50,11 +49,9 @@ from . import columns as C
 from . import hashing
 from .config import BoilerplateConfig, NormaliseConfig
 from .errors import NeardupError
-from .normalise import _separator_table, utf8_bytes
+from .normalise import decode_codepoints, normalised_codepoints, utf8_bytes
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-# What str.splitlines() breaks on.
-_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _EXAMPLE_HITS = 30  # each boilerplate line is expected this often in the example sample
 _EXAMPLE_CHARS = 200
 KEY = "line_key"
@@ -63,26 +60,17 @@ EXAMPLE = "example"
 
 
 def split_segments(text: str, unit: str) -> list[str]:
-    """The text's segments as written: its lines (any line break), or its sentences within
-    lines; one per segment of `segment_batch`, blank ones included."""
+    """The text's segments as written: its lines (any line break `str.splitlines` knows), or
+    its sentences within lines; one per segment of `segment_batch`, blank ones included."""
     if unit == "sentence":
         text = _SENTENCE_END.sub("\n", text)
-    return text.translate(_segment_table(None)).split("\n")
+    return text.splitlines()
 
 
 def _decode(text) -> str | None:
     if isinstance(text, (bytes, bytearray)):
         return bytes(text).decode("utf-8", "replace")
     return None if text is None or (isinstance(text, float) and text != text) else text
-
-
-@functools.lru_cache(maxsize=3)
-def _segment_table(punctuation: bool | None) -> dict[int, str]:
-    """The normaliser's translate table (punctuation True), or none (False, None), except
-    that line breaks become newlines: segment ends."""
-    table = dict(_separator_table()) if punctuation else {}
-    table.update({ord(ch): "\n" for ch in _LINE_BREAKS})
-    return table
 
 
 @dataclass(frozen=True)
@@ -101,30 +89,27 @@ class Segmented:
 def segment_batch(texts: pd.Series, opts: NormaliseConfig, unit: str) -> Segmented:
     """Raw texts (str or UTF-8 bytes, nulls allowed) -> their normalised segments and keys.
 
-    The same steps as `normalise_series`, in the same order, but line breaks
-    (and sentence ends) survive as segment boundaries; joining a text's
-    non-blank forms with spaces gives exactly its normalised text.
+    Each segment (see `split_segments`) is normalised on its own, as `normalise_series`
+    normalises a text; no normalisation step creates, removes or looks across a line
+    break, so joining a text's non-blank forms with spaces gives exactly its
+    normalised text.
     """
-    decoded = pd.Series([_decode(t) for t in texts], dtype=object)
-    present = decoded.notna().to_numpy()
-    if unit == "sentence":
-        decoded = decoded.str.replace(_SENTENCE_END, "\n", regex=True)
-    if opts.nfkc:
-        decoded = decoded.str.normalize("NFKC")
-    if opts.lowercase:
-        decoded = decoded.str.lower()
-    table = _segment_table(opts.punctuation)
-    forms: list[str] = []
+    decoded = [_decode(t) for t in texts]
+    present = np.fromiter((t is not None for t in decoded), dtype=bool, count=len(decoded))
+    segments: list[str] = []
     sizes = np.zeros(len(decoded), dtype=np.int64)
     for i, text in enumerate(decoded):
-        if isinstance(text, str):
-            parts = [" ".join(p.split()) for p in text.translate(table).split("\n")]
-            forms.extend(parts)
+        if text is not None:
+            parts = split_segments(text, unit)
+            segments.extend(parts)
             sizes[i] = len(parts)
     offsets = np.zeros(len(decoded) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
+    cps, bounds = normalised_codepoints(segments, opts)
+    whole = decode_codepoints(cps)
+    forms = [whole[lo:hi] for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
     keys = hashing.string_hashes(forms).view(np.int64)
-    keys[np.fromiter((not f for f in forms), dtype=bool, count=len(forms))] = 0
+    keys[bounds[1:] == bounds[:-1]] = 0  # a blank segment
     return Segmented(forms, keys.tolist(), offsets, present)
 
 
