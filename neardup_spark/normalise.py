@@ -73,8 +73,9 @@ def decode_codepoints(cps: np.ndarray) -> str:
 # Per-character work in Python's str methods is fast only on ASCII: on a 2,800-character
 # article holding one curly quote, str.translate took 194 us and str.lower 15 us (7 and
 # 1.4 us on ASCII), five times the rest of the sketch. So lower case and separators are
-# applied as lookup tables over code points (numpy), and ASCII texts skip even that:
-# a 256-byte table over their UTF-8 bytes does both.
+# lookup tables: a 256-byte table over all the UTF-8 bytes does both for ASCII, and the
+# non-ASCII characters (found by their lead bytes) are looked up per code point and
+# rewritten in place.
 
 # Python lower-cases U+03A3 by its context (final sigma) and U+0130 into two code points;
 # a text holding either is lower-cased by str.lower itself, the rest by `_lower_table`.
@@ -114,6 +115,61 @@ def _ascii_table(lowercase: bool, punctuation: bool) -> bytes:
                  for c in range(256))
 
 
+def _utf8_lengths(cps: np.ndarray) -> np.ndarray:
+    """Bytes of each code point in UTF-8."""
+    return 1 + (cps >= 0x80).astype(np.int64) + (cps >= 0x800) + (cps >= 0x10000)
+
+
+@functools.lru_cache(maxsize=1)
+def _lower_keeps_length() -> np.ndarray:
+    """bool per code point: its lower case (`_lower_table`) takes as many UTF-8 bytes."""
+    cps = np.arange(sys.maxunicode + 1, dtype=np.uint32)
+    return _utf8_lengths(cps) == _utf8_lengths(_lower_table())
+
+
+def _wide_in_place(data: np.ndarray, lowercase: bool, punctuation: bool) -> bool:
+    """Lower-case the non-ASCII characters of UTF-8 `data` (writable uint8, three bytes of
+    padding after the text) and turn the separating ones into spaces (one per byte: the
+    collapse makes them one), in place. False, with nothing written, when the lower case
+    of one of them takes another number of bytes (U+023A, U+1E9E, U+212B...): then the
+    caller works on code points. ASCII bytes are left to the byte table."""
+    lead = np.flatnonzero(data >= 0xC0)  # every multi-byte character starts with one
+    if not lead.size:
+        return True
+    b0 = data[lead].astype(np.uint32)
+    b1, b2, b3 = (data[lead + k].astype(np.uint32) & 0x3F for k in (1, 2, 3))
+    width = 2 + (b0 >= 0xE0).astype(np.int64) + (b0 >= 0xF0)
+    cps = np.where(width == 2, ((b0 & 0x1F) << 6) | b1,
+                   np.where(width == 3, ((b0 & 0x0F) << 12) | (b1 << 6) | b2,
+                            ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3))
+    sep = _separator_mask(punctuation)[cps]
+    if lowercase:
+        low = _lower_table()[cps]
+        change = np.flatnonzero((low != cps) & ~sep)
+        if change.size:
+            if not _lower_keeps_length()[cps[change]].all():
+                return False
+            _write_utf8(data, lead[change], low[change], width[change])
+    spaces = lead[sep]
+    for k in range(4):
+        data[spaces[width[sep] > k] + k] = SPACE
+    return True
+
+
+def _write_utf8(data: np.ndarray, at: np.ndarray, cps: np.ndarray, width: np.ndarray) -> None:
+    """Write code points as UTF-8 at byte positions `at` (each `width` bytes long)."""
+    for w, lead_bits in ((2, 0xC0), (3, 0xE0), (4, 0xF0)):
+        pick = width == w
+        if not pick.any():
+            continue
+        pos, cp = at[pick], cps[pick]
+        shift = 6 * (w - 1)
+        data[pos] = lead_bits | (cp >> shift)
+        for k in range(1, w):
+            shift -= 6
+            data[pos + k] = 0x80 | ((cp >> shift) & 0x3F)
+
+
 def _wide_utf8(texts: list[str], lowercase: bool, punctuation: bool) -> list[bytes]:
     """Non-ASCII texts (already NFKC as configured) lower-cased and with separators turned
     into spaces, per code point by table lookups, each back as UTF-8."""
@@ -136,8 +192,8 @@ def normalised_utf8(texts: Sequence[str | bytes], opts: NormaliseConfig) -> tupl
     `hashing.utf8_word_units`).
 
     The normalisation is the plain one (NFKC, `str.lower`, separators to spaces, runs of
-    spaces collapsed, ends trimmed), computed with tables: ASCII texts need only a byte
-    table, the others one table lookup per code point for each step after NFKC."""
+    spaces collapsed, ends trimmed), computed with tables: NFKC runs per non-ASCII text,
+    the rest on the batch's UTF-8 at once (see `_wide_in_place`)."""
     n = len(texts)
     if n == 0:
         return np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
@@ -153,16 +209,19 @@ def normalised_utf8(texts: Sequence[str | bytes], opts: NormaliseConfig) -> tupl
         if opts.nfkc:
             text = normalize("NFKC", text)
         if opts.lowercase and any(ch in text for ch in _CONTEXT_LOWER):
-            text = text.lower()  # the table lower-cases it again: lower case is idempotent
+            text = text.lower()  # the tables lower-case it again: lower case is idempotent
+        parts[i] = text.encode("utf-8", "surrogatepass")
         wide.append(text)
         where.append(i)
-    if wide:
-        for i, part in zip(where, _wide_utf8(wide, opts.lowercase, opts.punctuation)):
-            parts[i] = part
     # One space before the first text and after every text: each text's region is its bytes
     # and the space after them, and collapsing every run of spaces to its first leaves each
     # region its words, single spaces and one trailing space (none for an empty text).
-    joined = b"".join((b" ", b" ".join(parts), b" ")).translate(_ascii_table(opts.lowercase, opts.punctuation))
+    joined = bytearray(b"".join((b" ", b" ".join(parts), b"    ")))  # 3 bytes of padding
+    if wide and not _wide_in_place(np.frombuffer(joined, dtype=np.uint8), opts.lowercase, opts.punctuation):
+        for i, part in zip(where, _wide_utf8(wide, opts.lowercase, opts.punctuation)):
+            parts[i] = part
+        joined = bytearray(b"".join((b" ", b" ".join(parts), b"    ")))
+    joined = joined[:-3].translate(_ascii_table(opts.lowercase, opts.punctuation))
     bounds = np.ones(n + 1, dtype=np.int64)
     np.cumsum(np.fromiter((len(p) + 1 for p in parts), dtype=np.int64, count=n), out=bounds[1:])
     bounds[1:] += 1

@@ -86,22 +86,35 @@ _ALL_OPTS = [NormaliseConfig(nfkc=a, lowercase=b, punctuation=c) for a in (True,
              for c in (True, False)]
 
 
+# Their lower case takes another number of UTF-8 bytes, so a batch holding one is
+# lower-cased on code points instead of in place.
+_LENGTH_CHANGERS = ["\u1e9e", "\u212a", "\u2126", "\u023a"]
+
+
+@pytest.mark.parametrize("in_place", [True, False])
 @pytest.mark.parametrize("opts", _ALL_OPTS)
-def test_table_normalisation_matches_str_methods_on_mixed_batches(opts):
-    # ASCII texts take a byte table, the others code point tables; Greek capital sigma and
-    # dotted capital I, whose lower case depends on context or grows, go through str.lower.
+def test_table_normalisation_matches_str_methods_on_mixed_batches(opts, in_place, monkeypatch):
+    # ASCII texts take a byte table, the others code point tables (in place in UTF-8, or
+    # on code points when a lower case changes length); Greek capital sigma and dotted
+    # capital I, whose lower case depends on context or grows, go through str.lower.
     # Every text must come out as the plain definition, wherever it sits in the batch.
     import numpy as np
 
-    from neardup_spark.normalise import normalised_utf8
+    from neardup_spark import normalise
 
+    if in_place:
+        monkeypatch.setattr(normalise, "_wide_utf8", None)  # the code point path must not run
     rng = np.random.default_rng(7)
-    pool = _POOL + ["\u03c3", "\u1e9e", "\u212a", "\u2126", "\u00df", "\u0345", "\u1f88", "\u24b6", "\u00b5"]
+    pool = _POOL + ["\u03c3", "\u00df", "\u0345", "\u1f88", "\u24b6", "\u00b5", "\u0416", "\u4e2d", "\u0100"]
+    if not in_place:
+        pool += _LENGTH_CHANGERS
     texts = ["".join(rng.choice(pool, size=rng.integers(0, 30))) for _ in range(400)]
-    texts += ["ΟΔΟΣ ΟΔΟΣ.", "ΣΑΣ", "aΣ", "Σa", "İstanbul", "plain ascii, Text!", "", "!!", "x"]
+    texts += ["ΟΔΟΣ ΟΔΟΣ.", "ΣΑΣ", "aΣ", "Σa", "İstanbul", "plain ascii, Text!", "", "!!", "x", "ÀÉÎ Ωμέγα Жж"]
+    if not in_place:
+        texts.append("\u1e9e")
     ascii_only = ["Some ASCII text, with CAPS_and-punctuation!"] * 3
     texts = ascii_only + texts + ascii_only
-    data, offsets = normalised_utf8(texts, opts)
+    data, offsets = normalise.normalised_utf8(texts, opts)
     for i, t in enumerate(texts):
         want = _reference(t, opts)
         got = bytes(data[offsets[i] : offsets[i + 1]]).decode("utf-8", "surrogatepass")
