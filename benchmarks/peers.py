@@ -4,7 +4,9 @@
     .venv/bin/python -m benchmarks.peers --docs 25000 50000 100000
 
 For each size, on the seeded seven-edit corpus of benchmarks/scale.py
-(parquet, generated once and cached under --work, generation not timed),
+(parquet, generated once and cached under --work, generation not timed; with
+--variant typographic every document between curly quotes, see
+benchmarks/variants.py),
 three tools run one after another, each as its own OS process timed from
 outside, JVM and session start included, all with master local[2], 8 shuffle
 partitions and a 4g driver heap (conf/local.toml's):
@@ -64,6 +66,7 @@ from benchmarks.scale import (
     ensure_class_archive,
     run_once,
 )
+from benchmarks.variants import VARIANTS, variant_corpus
 from neardup_spark.evaluate import pair_scores
 
 RESULTS = Path(__file__).parent / "results"
@@ -297,6 +300,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--repeat", type=int, default=1,
                     help="rounds per size; with more than one, the tools' order flips every round and the "
                          "ratios are of median process times (this machine's drift is seconds per minute)")
+    ap.add_argument("--variant", choices=VARIANTS, default="ascii",
+                    help="the corpus as generated (ascii) or each document between curly quotes (typographic, "
+                         "as real English text has them); see benchmarks/variants.py")
     ap.add_argument("--timeout", type=float, default=900.0,
                     help="seconds before a peer's process is stopped and reported as a timeout")
     args = ap.parse_args(argv)
@@ -334,7 +340,7 @@ def main(argv=None) -> dict:
               f"{'clusters':>8} {'precision':>9} {'recall':>8}  status")
     print(header, flush=True)
     for docs in args.docs:
-        path = corpus_dir(work, docs, args.seed)
+        path = variant_corpus(corpus_dir(work, docs, args.seed), args.variant)
         labels = pd.read_parquet(path, columns=["id", "group"]).set_index("id")["group"]
         size_work = work / f"peers-{docs}"
         size_work.mkdir(parents=True, exist_ok=True)
@@ -368,7 +374,7 @@ def main(argv=None) -> dict:
               f"(runs {', '.join(f'{x:.1f}' for x in row['process_seconds_all'])})", flush=True)
 
     result = {
-        "benchmark": "peers", "seed": args.seed, "master": args.master,
+        "benchmark": "peers", "seed": args.seed, "variant": args.variant, "master": args.master,
         "shuffle_partitions": args.shuffle_partitions, "driver_memory": DRIVER_MEMORY,
         "timeout_seconds": args.timeout, "machine": machine_info(), "versions": started_versions, **archive,
         "settings": {
@@ -386,7 +392,7 @@ def main(argv=None) -> dict:
         "runs": runs,
         "medians": summary,
     }
-    save(result, args.out, "peers.json")
+    save(result, args.out, "peers.json" if args.variant == "ascii" else f"peers-{args.variant}.json")
     return result
 
 

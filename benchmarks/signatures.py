@@ -21,6 +21,12 @@ On the seeded corpus (generated once under --work, as in benchmarks.scale):
   (benchmarks/setup-peers.sh, which installs datasketch there), never in .venv;
   the column is skipped if that venv has no datasketch.
 
+Every implementation runs on each of --variants of the same documents
+(`benchmarks/variants.py`): `ascii`, the corpus as generated, and
+`typographic`, each document between curly quotes as real English text has
+them, the case where Python's str methods slow down (the UDF rows of that
+variant run at the largest --udf-docs only).
+
 Prints a table and writes benchmarks/results/signatures.json.
 """
 
@@ -39,6 +45,7 @@ import numpy as np
 
 from benchmarks import machine, save
 from benchmarks.scale import corpus_dir
+from benchmarks.variants import CLOSE_QUOTE, OPEN_QUOTE, VARIANTS, variant_texts
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results"
@@ -109,7 +116,9 @@ def kernel(texts: list[str]) -> None:
         sketch_arrays(batch, cfg.normalise, "word", K, cfg.minhash.seed, a, b, lsh)
 
 
-def spark_udf(path: Path, sizes: list[int], master: str) -> dict[int, dict]:
+def spark_udf(path: Path, sizes: list[int], master: str, variants: list[str]) -> dict[tuple[str, int], dict]:
+    from pyspark.sql import functions as F
+
     from neardup_spark.config import load_config
     from neardup_spark.session import build_session
     from neardup_spark.sketch import sketch
@@ -119,10 +128,14 @@ def spark_udf(path: Path, sizes: list[int], master: str) -> dict[int, dict]:
     try:
         cores = spark.sparkContext.defaultParallelism
         out = {}
-        for docs in sizes:
+        runs = [(v, docs) for v in variants for docs in (sizes if v == "ascii" else sizes[-1:])]
+        for variant, docs in runs:
             # limit() leaves one partition: spread the rows so every core works.
             parts = 2 * cores * max(1, docs // 25_000)
-            text = spark.read.parquet(str(path)).select("text").limit(docs).repartition(parts).cache()
+            col = F.col("text")
+            if variant != "ascii":
+                col = F.concat(F.lit(OPEN_QUOTE), col, F.lit(CLOSE_QUOTE))
+            text = spark.read.parquet(str(path)).select(col.alias("text")).limit(docs).repartition(parts).cache()
             n = text.count()
             rates = []
             for _ in range(2):
@@ -130,7 +143,7 @@ def spark_udf(path: Path, sizes: list[int], master: str) -> dict[int, dict]:
                 sketch(text, cfg).write.format("noop").mode("overwrite").save()
                 rates.append(n / (time.perf_counter() - start) / cores)
             text.unpersist()
-            out[n] = {"docs_per_s_per_core": max(rates), "cores": cores, "partitions": parts, "docs": n}
+            out[(variant, n)] = {"docs_per_s_per_core": max(rates), "cores": cores, "partitions": parts, "docs": n}
         return out
     finally:
         spark.stop()
@@ -160,6 +173,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--udf-docs", type=int, nargs="+", default=[25_000, 100_000],
                     help="documents for the in-Spark UDF rows (the first N of one corpus)")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS),
+                    help="the documents as generated (ascii) and/or between curly quotes (typographic)")
     ap.add_argument("--peers-python", default=str(ROOT / ".venv-peers" / "bin" / "python"))
     ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "neardup-bench"))
     ap.add_argument("--out", default=str(RESULTS))
@@ -170,26 +185,31 @@ def main(argv=None) -> dict:
     path = corpus_dir(Path(args.work), corpus_docs, args.seed)
     texts = pq.read_table(path, columns=["text"]).column("text").to_pylist()[: args.docs]
     chars = float(np.mean([len(t) for t in texts]))
-    rows = {
-        "numpy reference (1 core)": {"docs_per_s_per_core": cpu_rate(numpy_reference, texts)},
-        "neardup kernel (1 core, no Spark)": {"docs_per_s_per_core": cpu_rate(kernel, texts)},
-    }
-    for n, row in spark_udf(path, sorted(args.udf_docs), args.master).items():
-        rows[f"neardup Arrow UDF, Spark {args.master}, {n // 1000}k"] = row
-    rows["datasketch 128 perm (1 core)"] = datasketch(texts, args.peers_python)
-    ref = rows["numpy reference (1 core)"]["docs_per_s_per_core"]
-    ds = (rows["datasketch 128 perm (1 core)"] or {}).get("docs_per_s_per_core")
+    udf = spark_udf(path, sorted(args.udf_docs), args.master, args.variants)
+    rows = {}
+    for variant in args.variants:
+        docs = variant_texts(texts, variant)
+        rows[f"{variant}: numpy reference (1 core)"] = {"docs_per_s_per_core": cpu_rate(numpy_reference, docs)}
+        rows[f"{variant}: neardup kernel (1 core, no Spark)"] = {"docs_per_s_per_core": cpu_rate(kernel, docs)}
+        for (v, n), row in udf.items():
+            if v == variant:
+                rows[f"{variant}: neardup Arrow UDF, Spark {args.master}, {n // 1000}k"] = row
+        rows[f"{variant}: datasketch 128 perm (1 core)"] = datasketch(docs, args.peers_python)
     print(f"corpus: the first {args.docs} of {corpus_docs} docs (seed {args.seed}), mean {chars:.0f} chars")
-    print(f"{'implementation':<42} {'docs/s/core':>12} {'vs numpy ref':>13} {'vs datasketch':>14}")
+    print(f"{'implementation':<55} {'docs/s/core':>12} {'vs numpy ref':>13} {'vs datasketch':>14}")
     for name, row in rows.items():
+        variant = name.split(":")[0]
         if row is None:
-            print(f"{name:<42} {'skipped':>12}")
+            print(f"{name:<55} {'skipped':>12}")
             continue
+        ref = rows[f"{variant}: numpy reference (1 core)"]["docs_per_s_per_core"]
+        ds = (rows[f"{variant}: datasketch 128 perm (1 core)"] or {}).get("docs_per_s_per_core")
         rate = row["docs_per_s_per_core"]
         vs_ds = f"{rate / ds:.1f}x" if ds else "-"
-        print(f"{name:<42} {rate:>12,.0f} {rate / ref:>12.2f}x {vs_ds:>14}")
+        print(f"{name:<55} {rate:>12,.0f} {rate / ref:>12.2f}x {vs_ds:>14}")
     result = {
         "benchmark": "signatures", "docs": args.docs, "corpus_docs": corpus_docs, "udf_docs": args.udf_docs,
+        "variants": args.variants,
         "mean_chars": round(chars),
         "machine": machine(),
         "rows": rows,
