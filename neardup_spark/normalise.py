@@ -232,14 +232,19 @@ def normalised_utf8(texts: Sequence[str | bytes], opts: NormaliseConfig) -> tupl
 def normalised_codepoints(texts: Sequence[str | bytes], opts: NormaliseConfig) -> tuple[np.ndarray, np.ndarray]:
     """Raw texts -> their normalised forms as code points (uint32, no trailing space) and
     int64 offsets (len n+1): `normalised_utf8` decoded, for character shingles."""
-    data, offsets = normalised_utf8(texts, opts)
+    return utf8_codepoints(*normalised_utf8(texts, opts))
+
+
+def utf8_codepoints(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`normalised_utf8`'s output (each non-empty text followed by one space) as code
+    points without those spaces, and int64 offsets (len n+1)."""
     ends = offsets[1:][offsets[1:] > offsets[:-1]] - 1  # each non-empty text's trailing space
     keep = np.ones(data.size, dtype=bool)
     keep[ends] = False
     chars = np.zeros(data.size + 1, dtype=np.int64)  # code points before each byte
     np.cumsum((data & 0xC0) != 0x80, out=chars[1:])
     lengths = np.diff(chars[offsets]) - (np.diff(offsets) > 0)
-    out = np.zeros(len(texts) + 1, dtype=np.int64)
+    out = np.zeros(len(offsets), dtype=np.int64)
     np.cumsum(lengths, out=out[1:])
     text = data[keep].tobytes().decode("utf-8", "surrogatepass")
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4"), out

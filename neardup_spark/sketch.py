@@ -41,7 +41,7 @@ from . import columns as C
 from . import containment, hashing, simhash
 from .boilerplate import strip_normalised
 from .config import Config, NormaliseConfig
-from .normalise import decode_codepoints, normalised_codepoints, normalised_utf8
+from .normalise import normalised_utf8, utf8_codepoints
 from .params import LshParams, lsh_params
 
 _DIGEST_BYTES = 16
@@ -248,16 +248,6 @@ def sketch_arrays(
     return out
 
 
-def _digests(cps: np.ndarray, offsets: np.ndarray) -> list[bytes | None]:
-    """`digest` of each normalised text given as code points (None for an empty one)."""
-    bounds = offsets.tolist()
-    if cps.size and int(cps.max()) < 0x80:  # ASCII: the UTF-8 bytes are the code points
-        whole = memoryview(cps.astype(np.uint8).tobytes())
-        return [_blake(whole[s:e]) if e > s else None for s, e in zip(bounds[:-1], bounds[1:])]
-    text = decode_codepoints(cps)
-    return [digest(text[s:e]) if e > s else None for s, e in zip(bounds[:-1], bounds[1:])]
-
-
 def _utf8_digests(data: np.ndarray, offsets: np.ndarray) -> list[bytes | None]:
     """`digest` of each normalised text given as UTF-8 with its one trailing space
     (see `normalised_utf8`; None for an empty one)."""
@@ -269,11 +259,10 @@ def _normalised_units(texts: list[str | bytes], opts: NormaliseConfig,
                       unit: str) -> tuple[list[bytes | None], np.ndarray, np.ndarray]:
     """Raw texts -> (exact-pass digests, shingle units, per-text unit offsets). Words
     are found in UTF-8; character units need code points."""
+    data, offsets = normalised_utf8(texts, opts)
     if unit == "word":
-        data, offsets = normalised_utf8(texts, opts)
         return (_utf8_digests(data, offsets), *hashing.utf8_word_units(data, offsets))
-    cps, offsets = normalised_codepoints(texts, opts)
-    return (_digests(cps, offsets), *hashing.char_units(cps, offsets))
+    return (_utf8_digests(data, offsets), *hashing.char_units(*utf8_codepoints(data, offsets)))
 
 
 def _shingled(texts: list[str | bytes], opts: NormaliseConfig, unit: str, k: int, seed: int,
