@@ -46,10 +46,11 @@ def _translation(punctuation: bool) -> dict[int, str]:
 
 
 def preload() -> None:
-    """Build the translate and lookup tables now (~0.5 s; see `worker_daemon`)."""
+    """Build the translate and lookup tables now (~0.8 s; see `worker_daemon`)."""
     for punctuation in (True, False):
         for lowercase in (True, False):
             _ascii_table(lowercase, punctuation)
+    _nfkc_inert()
 
 
 def collapse(cps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,6 +116,34 @@ def _ascii_table(lowercase: bool, punctuation: bool) -> bytes:
                  for c in range(256))
 
 
+# Hangul vowel and trailing jamo: they compose with the syllable before them by rule,
+# not by decomposition mappings.
+_HANGUL_V_T = ((0x1161, 0x1176), (0x11A8, 0x11C3))
+
+
+@functools.lru_cache(maxsize=1)
+def _nfkc_inert() -> np.ndarray:
+    """bool per code point: NFKC leaves alone any text whose characters are all ASCII or
+    inert. Inert means NFKC_Quick_Check=Yes and combining class 0 (UAX #15: a text of
+    such characters passes the quick check, so it is already normalised): NFKC maps the
+    character to itself, it is a starter, and it never composes with the character before
+    it (it is not the second of a two-character canonical decomposition, nor a Hangul
+    vowel or trailing jamo). Curly quotes, dashes, accented letters and CJK are inert;
+    compatibility characters (ligatures, full-width forms) and combining marks are not.
+    Built from this Python's unicodedata, as `unicodedata.normalize` is (~0.3 s)."""
+    normalize, combining, decomposition = unicodedata.normalize, unicodedata.combining, unicodedata.decomposition
+    chars = list(map(chr, range(sys.maxunicode + 1)))
+    inert = np.fromiter((combining(c) == 0 and normalize("NFKC", c) == c for c in chars), dtype=bool,
+                        count=len(chars))
+    for c in chars:
+        mapping = decomposition(c)
+        if mapping and mapping[0] != "<" and mapping.count(" ") == 1:
+            inert[int(mapping.split()[1], 16)] = False
+    for lo, hi in _HANGUL_V_T:
+        inert[lo:hi] = False
+    return inert
+
+
 def _utf8_lengths(cps: np.ndarray) -> np.ndarray:
     """Bytes of each code point in UTF-8."""
     return 1 + (cps >= 0x80).astype(np.int64) + (cps >= 0x800) + (cps >= 0x10000)
@@ -127,21 +156,29 @@ def _lower_keeps_length() -> np.ndarray:
     return _utf8_lengths(cps) == _utf8_lengths(_lower_table())
 
 
-def _wide_in_place(data: np.ndarray, lowercase: bool, punctuation: bool) -> bool:
-    """Lower-case the non-ASCII characters of UTF-8 `data` (writable uint8, three bytes of
-    padding after the text) and turn the separating ones into spaces (one per byte: the
-    collapse makes them one), in place. False, with nothing written, when the lower case
-    of one of them takes another number of bytes (U+023A, U+1E9E, U+212B...): then the
-    caller works on code points. ASCII bytes are left to the byte table."""
+def _wide_chars(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The multi-byte characters of UTF-8 `data` (uint8, three bytes of padding after the
+    text): (byte position of each lead byte, its width in bytes, its code point)."""
     lead = np.flatnonzero(data >= 0xC0)  # every multi-byte character starts with one
-    if not lead.size:
-        return True
     b0 = data[lead].astype(np.uint32)
     b1, b2, b3 = (data[lead + k].astype(np.uint32) & 0x3F for k in (1, 2, 3))
     width = 2 + (b0 >= 0xE0).astype(np.int64) + (b0 >= 0xF0)
     cps = np.where(width == 2, ((b0 & 0x1F) << 6) | b1,
                    np.where(width == 3, ((b0 & 0x0F) << 12) | (b1 << 6) | b2,
                             ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3))
+    return lead, width, cps
+
+
+def _wide_in_place(data: np.ndarray, chars: tuple[np.ndarray, np.ndarray, np.ndarray], lowercase: bool,
+                   punctuation: bool) -> bool:
+    """Lower-case the non-ASCII characters of UTF-8 `data` (writable uint8; `chars` are its
+    `_wide_chars`) and turn the separating ones into spaces (one per byte: the collapse
+    makes them one), in place. False, with nothing written, when the lower case of one of
+    them takes another number of bytes (U+023A, U+1E9E, U+212B...): then the caller works
+    on code points. ASCII bytes are left to the byte table."""
+    lead, width, cps = chars
+    if not lead.size:
+        return True
     sep = _separator_mask(punctuation)[cps]
     if lowercase:
         low = _lower_table()[cps]
@@ -184,49 +221,80 @@ def _wide_utf8(texts: list[str], lowercase: bool, punctuation: bool) -> list[byt
     return out
 
 
-def normalised_utf8(texts: Sequence[str | bytes], opts: NormaliseConfig) -> tuple[np.ndarray, np.ndarray]:
+def normalised_utf8(texts: Sequence[str | bytes], opts: NormaliseConfig,
+                    valid_utf8: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Raw texts (str, or UTF-8 bytes whose invalid bytes become U+FFFD; no nulls) -> their
     normalised forms as UTF-8 (uint8) with one space after each non-empty text, and int64
     byte offsets (len n+1): text i is data[offsets[i]:offsets[i+1] - 1] when it is not empty.
     The space ends the text's last word as the others end theirs (see
-    `hashing.utf8_word_units`).
+    `hashing.utf8_word_units`). `valid_utf8` says the bytes are known to be valid UTF-8
+    (Arrow checked them), so they need no decoding.
 
     The normalisation is the plain one (NFKC, `str.lower`, separators to spaces, runs of
-    spaces collapsed, ends trimmed), computed with tables: NFKC runs per non-ASCII text,
-    the rest on the batch's UTF-8 at once (see `_wide_in_place`)."""
+    spaces collapsed, ends trimmed), computed with tables on the batch's UTF-8 at once (see
+    `_wide_in_place`). Only texts holding a character NFKC may change (`_nfkc_inert`) or
+    whose lower case depends on context (Σ, İ) become str on the way."""
     n = len(texts)
     if n == 0:
         return np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
-    parts: list[bytes] = [b""] * n
-    wide, where = [], []
-    normalize = unicodedata.normalize
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            text = bytes(text).decode("utf-8", "replace")
-        if text.isascii():  # NFKC and lower case leave ASCII ASCII: the byte table does both
-            parts[i] = text.encode("ascii")
-            continue
-        if opts.nfkc:
-            text = normalize("NFKC", text)
-        if opts.lowercase and any(ch in text for ch in _CONTEXT_LOWER):
-            text = text.lower()  # the tables lower-case it again: lower case is idempotent
-        parts[i] = text.encode("utf-8", "surrogatepass")
-        wide.append(text)
-        where.append(i)
-    # One space before the first text and after every text: each text's region is its bytes
-    # and the space after them, and collapsing every run of spaces to its first leaves each
-    # region its words, single spaces and one trailing space (none for an empty text).
-    joined = bytearray(b"".join((b" ", b" ".join(parts), b"    ")))  # 3 bytes of padding
-    if wide and not _wide_in_place(np.frombuffer(joined, dtype=np.uint8), opts.lowercase, opts.punctuation):
-        for i, part in zip(where, _wide_utf8(wide, opts.lowercase, opts.punctuation)):
-            parts[i] = part
-        joined = bytearray(b"".join((b" ", b" ".join(parts), b"    ")))
+    parts = [_utf8(text, valid_utf8) for text in texts]
+    joined, bounds = _joined(parts)
+    wide = [i for i, part in enumerate(parts) if not part.isascii()]
+    if wide:
+        chars = _wide_chars(np.frombuffer(joined, dtype=np.uint8))
+        redo = _needs_str(chars[2], opts)
+        if redo.any():
+            for i in np.unique(np.searchsorted(bounds, chars[0][redo], side="right") - 1).tolist():
+                parts[i] = _str_normalised(parts[i].decode("utf-8", "surrogatepass"), opts)
+            joined, bounds = _joined(parts)
+            chars = _wide_chars(np.frombuffer(joined, dtype=np.uint8))
+        if not _wide_in_place(np.frombuffer(joined, dtype=np.uint8), chars, opts.lowercase, opts.punctuation):
+            texts_ = [parts[i].decode("utf-8", "surrogatepass") for i in wide]
+            for i, part in zip(wide, _wide_utf8(texts_, opts.lowercase, opts.punctuation)):
+                parts[i] = part
+            joined, bounds = _joined(parts)
     joined = joined[:-3].translate(_ascii_table(opts.lowercase, opts.punctuation))
-    bounds = np.ones(n + 1, dtype=np.int64)
-    np.cumsum(np.fromiter((len(p) + 1 for p in parts), dtype=np.int64, count=n), out=bounds[1:])
-    bounds[1:] += 1
     data, bounds = collapse(np.frombuffer(joined, dtype=np.uint8), bounds)
     return data[1:], bounds - 1
+
+
+def _utf8(text: str | bytes, valid: bool) -> bytes:
+    """A raw text as UTF-8 (lone surrogates of a str kept; invalid bytes made U+FFFD unless `valid`)."""
+    if isinstance(text, str):
+        return text.encode("ascii") if text.isascii() else text.encode("utf-8", "surrogatepass")
+    text = bytes(text)
+    return text if valid or text.isascii() else text.decode("utf-8", "replace").encode("utf-8")
+
+
+def _joined(parts: list[bytes]) -> tuple[bytearray, np.ndarray]:
+    """One space before the first text and after every text, and 3 bytes of padding: each
+    text's region is its bytes and the space after them, and collapsing every run of spaces
+    to its first leaves each region its words, single spaces and one trailing space (none
+    for an empty text). Also the n+1 region starts."""
+    joined = bytearray(b"".join((b" ", b" ".join(parts), b"    ")))
+    bounds = np.ones(len(parts) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter((len(p) + 1 for p in parts), dtype=np.int64, count=len(parts)), out=bounds[1:])
+    bounds[1:] += 1
+    return joined, bounds
+
+
+def _needs_str(cps: np.ndarray, opts: NormaliseConfig) -> np.ndarray:
+    """bool per non-ASCII code point: its text must be normalised as a str first (NFKC may
+    change it, or its lower case depends on context)."""
+    redo = ~_nfkc_inert()[cps] if opts.nfkc else np.zeros(cps.size, dtype=bool)
+    if opts.lowercase:
+        redo |= np.isin(cps, [ord(c) for c in _CONTEXT_LOWER])
+    return redo
+
+
+def _str_normalised(text: str, opts: NormaliseConfig) -> bytes:
+    """NFKC and, for texts holding Σ or İ, `str.lower`, as UTF-8 (the tables do the rest;
+    lower case is idempotent, so they may lower-case it again)."""
+    if opts.nfkc:
+        text = unicodedata.normalize("NFKC", text)
+    if opts.lowercase and any(ch in text for ch in _CONTEXT_LOWER):
+        text = text.lower()
+    return text.encode("utf-8", "surrogatepass")
 
 
 def normalised_codepoints(texts: Sequence[str | bytes], opts: NormaliseConfig) -> tuple[np.ndarray, np.ndarray]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -128,20 +129,23 @@ def _blake(data) -> bytes:
     return hashlib.blake2b(data, digest_size=_DIGEST_BYTES).digest()
 
 
-def _texts(arr: pa.Array) -> pd.Series:
-    """Arrow text (string or binary) -> a Series of str, or of bytes when some are not
-    UTF-8 (`normalised_utf8` then decodes them, invalid bytes becoming U+FFFD); nulls stay None.
+def _texts(arr: pa.Array) -> tuple[list[bytes | None], bool]:
+    """Arrow text (string or binary) -> each text's bytes (None for null), and whether
+    they are all valid UTF-8 (if not, `normalised_utf8` decodes them, invalid bytes
+    becoming U+FFFD).
 
     Spark strings need not be UTF-8 (Parquet, casts and binary data can put any bytes in
     them), and Arrow trusts a string column it is given, so the text is read as binary
-    and validated here, in C, in one pass."""
+    and validated here, in C, in one pass. It stays bytes: decoding every text to str
+    and encoding it back cost ~2 us a document for ASCII, ~6 for other text."""
     if pa.types.is_string(arr.type):
         arr = arr.view(pa.binary())
     try:
-        arr = arr.cast(pa.string())
+        arr.cast(pa.string())
+        valid = True
     except pa.ArrowInvalid:
-        pass
-    return pd.Series(arr.to_pylist(), dtype=object)
+        valid = False
+    return arr.to_pylist(), valid
 
 
 # Bytes Spark's UTF8String.numChars steps over for each lead byte: continuation bytes and
@@ -161,10 +165,10 @@ def spark_length(data: bytes) -> int:
         return chars
 
 
-def text_lengths(raw: pd.Series) -> pa.Array:
-    """Characters of each raw text (str, or bytes when the batch held invalid UTF-8), as
-    Spark's length() counts them (a str's code points, for valid UTF-8); null for null."""
-    return pa.array([len(t) if isinstance(t, str) else (None if t is None else spark_length(bytes(t)))
+def text_lengths(raw: Sequence[str | bytes | None]) -> pa.Array:
+    """Characters of each raw text (str, or bytes, UTF-8 or not), as Spark's length()
+    counts them (the code points, for valid UTF-8); null for null."""
+    return pa.array([None if t is None else len(t) if isinstance(t, str) or t.isascii() else spark_length(bytes(t))
                      for t in raw], pa.int32())
 
 
@@ -193,11 +197,11 @@ def sketch_arrays(
     """Raw texts (Arrow string or binary) -> Arrow columns exact_hash, shingles, bands, stripped
     [, simhash words][, queries]. Empty texts get a null hash, no shingles and no bands.
     With `strip`, boilerplate segments go before anything else."""
-    raw = _texts(texts)
+    raw, valid = _texts(texts)
     if strip is None:
-        todo, stripped = raw.tolist(), np.zeros(len(raw), dtype=np.int32)
+        todo, stripped = raw, np.zeros(len(raw), dtype=np.int32)
     else:
-        norm, stripped = strip_normalised(raw, opts, strip.unit, strip.keys)
+        norm, stripped = strip_normalised(pd.Series(raw, dtype=object), opts, strip.unit, strip.keys)
         todo = norm.tolist()  # already normalised: only its spaces are looked at again
         opts = dataclasses.replace(opts, nfkc=False, lowercase=False)
     n = len(todo)
@@ -209,7 +213,7 @@ def sketch_arrays(
     present = [i for i, t in enumerate(todo) if t]  # not null, not empty (normalising may still empty it)
     for lo in range(0, len(present), hashing.SUB_BATCH):
         rows_ = present[lo : lo + hashing.SUB_BATCH]
-        (values, offsets, *counts), digests = _shingled([todo[i] for i in rows_], opts, unit, k, seed, tf)
+        (values, offsets, *counts), digests = _shingled([todo[i] for i in rows_], opts, unit, k, seed, tf, valid)
         kept = np.fromiter((d is not None for d in digests), dtype=bool, count=len(rows_))
         if not kept.all():  # texts that normalise to nothing (no shingles either) are empty
             rows_ = [i for i, keep in zip(rows_, kept) if keep]
@@ -255,18 +259,18 @@ def _utf8_digests(data: np.ndarray, offsets: np.ndarray) -> list[bytes | None]:
     return [_blake(whole[s : e - 1]) if e > s else None for s, e in zip(bounds[:-1], bounds[1:])]
 
 
-def _normalised_units(texts: list[str | bytes], opts: NormaliseConfig,
-                      unit: str) -> tuple[list[bytes | None], np.ndarray, np.ndarray]:
+def _normalised_units(texts: list[str | bytes], opts: NormaliseConfig, unit: str,
+                      valid_utf8: bool = False) -> tuple[list[bytes | None], np.ndarray, np.ndarray]:
     """Raw texts -> (exact-pass digests, shingle units, per-text unit offsets). Words
     are found in UTF-8; character units need code points."""
-    data, offsets = normalised_utf8(texts, opts)
+    data, offsets = normalised_utf8(texts, opts, valid_utf8)
     if unit == "word":
         return (_utf8_digests(data, offsets), *hashing.utf8_word_units(data, offsets))
     return (_utf8_digests(data, offsets), *hashing.char_units(*utf8_codepoints(data, offsets)))
 
 
 def _shingled(texts: list[str | bytes], opts: NormaliseConfig, unit: str, k: int, seed: int,
-              with_counts: bool) -> tuple[tuple[np.ndarray, ...], list[bytes | None]]:
+              with_counts: bool, valid_utf8: bool = False) -> tuple[tuple[np.ndarray, ...], list[bytes | None]]:
     """Raw texts -> their shingle sets (values, offsets[, counts]) and exact-pass digests
     (None for a text that normalises to nothing), TOKEN_CHARS (words) or CHUNK_CHARS
     (characters, as uint64 code points) characters at a time."""
@@ -274,7 +278,7 @@ def _shingled(texts: list[str | bytes], opts: NormaliseConfig, unit: str, k: int
     parts, digests = [], []
     chunk = hashing.TOKEN_CHARS if unit == "word" else hashing.CHUNK_CHARS
     for lo, hi in hashing.ranges_under(lengths, chunk):
-        found, units, unit_offsets = _normalised_units(texts[lo:hi], opts, unit)
+        found, units, unit_offsets = _normalised_units(texts[lo:hi], opts, unit, valid_utf8)
         digests += found
         parts.append(hashing.shingle_hashes(units, unit_offsets, k, seed, with_counts))
     return hashing.join_sets(parts), digests

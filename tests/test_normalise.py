@@ -91,9 +91,10 @@ _ALL_OPTS = [NormaliseConfig(nfkc=a, lowercase=b, punctuation=c) for a in (True,
 _LENGTH_CHANGERS = ["\u1e9e", "\u212a", "\u2126", "\u023a"]
 
 
+@pytest.mark.parametrize("as_bytes", [False, True])
 @pytest.mark.parametrize("in_place", [True, False])
 @pytest.mark.parametrize("opts", _ALL_OPTS)
-def test_table_normalisation_matches_str_methods_on_mixed_batches(opts, in_place, monkeypatch):
+def test_table_normalisation_matches_str_methods_on_mixed_batches(opts, in_place, as_bytes, monkeypatch):
     # ASCII texts take a byte table, the others code point tables (in place in UTF-8, or
     # on code points when a lower case changes length); Greek capital sigma and dotted
     # capital I, whose lower case depends on context or grows, go through str.lower.
@@ -114,7 +115,11 @@ def test_table_normalisation_matches_str_methods_on_mixed_batches(opts, in_place
         texts.append("\u1e9e")
     ascii_only = ["Some ASCII text, with CAPS_and-punctuation!"] * 3
     texts = ascii_only + texts + ascii_only
-    data, offsets = normalise.normalised_utf8(texts, opts)
+    if as_bytes:  # as Arrow hands them over, checked valid: no lone surrogates
+        texts = [t.replace("\ud800", "?") for t in texts]
+        data, offsets = normalise.normalised_utf8([t.encode() for t in texts], opts, valid_utf8=True)
+    else:
+        data, offsets = normalise.normalised_utf8(texts, opts)
     for i, t in enumerate(texts):
         want = _reference(t, opts)
         got = bytes(data[offsets[i] : offsets[i + 1]]).decode("utf-8", "surrogatepass")
@@ -145,3 +150,66 @@ def test_lower_case_table_is_str_lower_for_every_code_point():
             assert table[cp] == ord(low), hex(cp)
         else:
             assert table[cp] == cp and cp == 0x130
+
+
+def _canonical_pairs():
+    """(first, second) of every two-character canonical decomposition: the pairs NFC composes."""
+    import sys
+    import unicodedata
+
+    for cp in range(sys.maxunicode + 1):
+        mapping = unicodedata.decomposition(chr(cp))
+        if mapping and mapping[0] != "<" and mapping.count(" ") == 1:
+            yield tuple(chr(int(h, 16)) for h in mapping.split())
+
+
+@pytest.mark.parametrize("opts", [NormaliseConfig(), NormaliseConfig(lowercase=False, punctuation=False)])
+def test_texts_skipping_nfkc_still_come_out_as_nfkc_makes_them(opts):
+    # Texts whose characters are all ASCII or NFKC-inert skip NFKC. A character that
+    # composes with the one before it (a vowel sign after its consonant, Hangul jamo)
+    # or that NFKC maps elsewhere must send its text through NFKC: every composable pair
+    # of Unicode, both orders, between ASCII and beside inert characters.
+    from neardup_spark.normalise import normalised_utf8
+
+    texts = [f"A{x}{y}b \u201cQ\u201d" for x, y in _canonical_pairs()]
+    texts += [f"{y}{x}" for x, y in _canonical_pairs()]
+    texts += ["\u1100\u1161\u11a8 \u2014 \u1100\u1161", "\ufb01 \u00e9 \uff21", "e\u0301 \u201cx\u201d"]
+    data, offsets = normalised_utf8(texts, opts)
+    for i, t in enumerate(texts):
+        want = _reference(t, opts)
+        got = bytes(data[offsets[i] : offsets[i + 1]]).decode("utf-8", "surrogatepass")
+        assert got == (want + " " if want else ""), (t, got, want)
+
+
+def test_inert_characters_are_a_subset_of_what_nfkc_leaves_alone():
+    import unicodedata
+
+    import numpy as np
+
+    from neardup_spark.normalise import _nfkc_inert
+
+    inert = _nfkc_inert()
+    seconds = {ord(y) for _, y in _canonical_pairs()}
+    assert not any(inert[cp] for cp in seconds)
+    assert not inert[0x1161] and not inert[0x11A8] and not inert[0x0301] and not inert[0xFB01]
+    assert inert[ord("\u201c")] and inert[ord("\u00e9")] and inert[ord("\u4e2d")] and inert[ord("\u2014")]
+    rng = np.random.default_rng(3)
+    for cp in rng.choice(np.flatnonzero(inert), size=20_000, replace=False):
+        text = "a" + chr(cp) + "\u201c" + chr(cp) + "z"
+        assert unicodedata.normalize("NFKC", text) == text, hex(cp)
+
+
+def test_typographic_text_is_normalised_without_str_methods(monkeypatch):
+    # Curly quotes, dashes and accented letters are the common non-ASCII characters of
+    # real text: they must take the UTF-8 tables, not the per-text str path.
+    from neardup_spark import normalise
+
+    def refuse(text, opts):
+        raise AssertionError(f"str path taken for {text!r}")
+
+    monkeypatch.setattr(normalise, "_str_normalised", refuse)
+    texts = ["\u201cCaf\u00e9\u201d \u2014 na\u00efve \u00c0 la carte", b"\xe2\x80\x9cQuoted\xe2\x80\x9d", "plain"]
+    data, offsets = normalise.normalised_utf8(texts, NormaliseConfig(), valid_utf8=True)
+    assert bytes(data).decode() == "café naïve à la carte quoted plain "
+    with pytest.raises(AssertionError, match="str path"):
+        normalise.normalised_utf8(["\ufb01le"], NormaliseConfig())
