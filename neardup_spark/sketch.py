@@ -272,8 +272,9 @@ def _normalised_units(texts: list[str | bytes], opts: NormaliseConfig, unit: str
 def _shingled(texts: list[str | bytes], opts: NormaliseConfig, unit: str, k: int, seed: int,
               with_counts: bool, valid_utf8: bool = False) -> tuple[tuple[np.ndarray, ...], list[bytes | None]]:
     """Raw texts -> their shingle sets (values, offsets[, counts]) and exact-pass digests
-    (None for a text that normalises to nothing), TOKEN_CHARS (words) or CHUNK_CHARS
-    (characters, as uint64 code points) characters at a time."""
+    (None for a text that normalises to nothing), about TOKEN_CHARS (words) or CHUNK_CHARS
+    (characters, as uint64 code points) at a time, counted in characters for str and in
+    bytes for bytes (the grouping bounds memory, it does not change the result)."""
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     parts, digests = [], []
     chunk = hashing.TOKEN_CHARS if unit == "word" else hashing.CHUNK_CHARS
