@@ -289,3 +289,15 @@ def test_json_without_objects_is_a_one_line_error(spark, tmp_path, lines, messag
     with pytest.raises(InputError, match=message) as err:
         deduplicate(_read_jsonl(spark, str(path)), Config())
     assert "\n" not in str(err.value)
+
+
+def test_python_workers_are_warmed_once_per_session(spark):
+    # `run` starts the warm-up before it reads the input; `checked_documents` then gets
+    # the same thread back instead of a second one-row job.
+    from neardup_spark.pipeline import _warm_python_workers
+
+    first = _warm_python_workers(spark)
+    assert _warm_python_workers(spark) is first
+    first.join(timeout=120)
+    assert not first.is_alive()
+    assert _warm_python_workers(spark) is first
