@@ -210,11 +210,11 @@ def datasketch(texts: list[str], python: str) -> dict | None:
     return {"docs_per_s_per_core": out["docs"] / out["seconds"], "cpu_docs_per_s": out["docs"] / out["cpu_seconds"]}
 
 
-def measures(variant: str, texts: list[str], udf: SparkUdf | None, master: str, python: str):
+def measures(variant: str, texts: list[str], udf: SparkUdf, master: str, python: str):
     """(row name, a function timing it once) for one variant, in display order."""
     out = [("numpy reference (1 core)", lambda: one_core_rate(numpy_reference, texts)),
            ("neardup kernel (1 core, no Spark)", lambda: one_core_rate(kernel, texts))]
-    for n in (udf.sizes(variant) if udf else []):
+    for n in udf.sizes(variant):
         out.append((f"neardup Arrow UDF, Spark {master}, {n // 1000}k", lambda n=n: udf.rate(variant, n)))
     out.append(("datasketch 128 perm (1 core)", lambda: datasketch(texts, python)))
     return out
