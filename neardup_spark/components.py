@@ -25,7 +25,6 @@ import inspect
 
 import numpy as np
 import pandas as pd
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
@@ -33,6 +32,7 @@ from pyspark.sql.types import StructField, StructType
 from . import columns as C
 from .config import Config
 from .errors import BackendError, ConvergenceError, one_line
+from .session import CACHE_LEVEL
 
 SRC, DST = "src", "dst"
 
@@ -165,7 +165,7 @@ def _materialise(df: DataFrame, mode: str, checkpoint_now: bool) -> DataFrame:
         return df.localCheckpoint(eager=False)
     if checkpoint_now and mode == "reliable":
         return df.checkpoint(eager=False)
-    return df.persist(StorageLevel.MEMORY_AND_DISK)
+    return df.persist(CACHE_LEVEL)
 
 
 def _star_contraction(edges: DataFrame, cfg: Config, stats: dict) -> DataFrame:

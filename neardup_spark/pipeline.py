@@ -16,7 +16,6 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
@@ -33,7 +32,7 @@ from .keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
 from .parallel import in_background
 from .params import advice, lsh_params
 from .read import check_documents, documents, drop_bookkeeping, internal_id, read_input, spread
-from .session import master_of
+from .session import CACHE_LEVEL, master_of
 from .sketch import SimHashLayout, Stripping, containment_classes, keys_per_document, sketch
 from .verify import verify
 from .write import check_output_free, keeper_rows, write_report, write_tables
@@ -89,7 +88,7 @@ class _Stages:
                 self._context.setJobDescription(None)
 
     def keep(self, df: DataFrame) -> DataFrame:
-        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        df = df.persist(CACHE_LEVEL)
         self.cached.append(df)
         return df
 

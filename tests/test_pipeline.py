@@ -57,6 +57,15 @@ def test_pairs_match_brute_force_jaccard_up_to_the_s_curve(rows, result):
     assert len(want) > 300  # the corpus really has pairs to find
 
 
+def test_cached_frames_stay_deserialized_in_memory(result):
+    # PySpark's StorageLevel.MEMORY_AND_DISK is the serialized level: every later read
+    # of the sketch table would deserialize its cached batches again.
+    assert result._cached, "the run keeps its intermediate frames cached"
+    for df in [result.sketched, *result._cached]:
+        level = df.storageLevel
+        assert level.useMemory and level.useDisk and level.deserialized, level
+
+
 def test_every_document_exactly_once_and_clusters_match_union_find(rows, result):
     clusters = result.clusters.collect()
     ids = [r[C.DOC_ID] for r in clusters]
