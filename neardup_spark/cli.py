@@ -303,15 +303,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _check_local_input(cfg: Config) -> None:
-    """A missing local path is reported before Spark starts (and prints its traces)."""
-    from .write import local_file
+    """A local input path or glob that names nothing is reported before Spark starts
+    (and prints its traces). Remote paths are checked once the session is up."""
+    from .paths import require_matches
+    from .session import planned_master
+    from .write import input_matches
 
-    path = cfg.input.path
-    local = None if cfg.input.format == "table" else local_file(path)
-    if local is None:
-        return  # tables, globs and URLs (s3://, hdfs://) are Spark's to resolve
-    if not local.exists():
-        raise NeardupError(f"cannot read {cfg.input.format} input {path!r}: no such file or directory")
+    if cfg.input.format == "table":
+        return
+    require_matches(input_matches(cfg, planned_master(cfg.spark)), cfg.input.path, cfg.input.format)
 
 
 def _check_output(cfg: Config) -> None:

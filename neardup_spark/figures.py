@@ -29,7 +29,7 @@ VERIFIED_SAMPLE = 100_000
 def check_can_plot(output_path: str) -> None:
     """Plots need matplotlib and a local output directory: say so before any work."""
     from .plots import require_matplotlib
-    from .write import is_local_path
+    from .paths import is_local_path
 
     if not is_local_path(output_path):
         raise NeardupError(f"plots are written with matplotlib to a local directory; the output is {output_path!r}")

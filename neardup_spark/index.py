@@ -47,7 +47,8 @@ from .config import Config, to_dict
 from .errors import NeardupError
 from .parallel import run_all
 from .params import lsh_params
-from .write import is_local_path, local_path, parquet_writes
+from .paths import is_local_path, local_path
+from .write import parquet_writes
 
 FORMAT = 1
 MANIFEST = "manifest.json"

@@ -65,7 +65,7 @@ from .read import read_input
 from .session import master_of
 from .sketch import Stripping
 from .verify import verify
-from .write import check_output_free, copy_tables, parquet_writes, write_report
+from .write import check_paths, copy_tables, parquet_writes, write_report
 
 _ADOC = "_adoc"  # an archived document's id
 _CNODE = "_cnode"  # an archived cluster's node in the batch graph (negative)
@@ -164,7 +164,7 @@ def _kill_point(name: str) -> None:
 def append(spark: SparkSession, cfg: Config) -> dict:
     """Check cfg.input (today's batch) against the index and itself, write cfg.output, append the batch."""
     require_io_paths(cfg)
-    check_output_free(cfg, master_of(spark))
+    check_paths(cfg, master_of(spark), spark)
     start = time.perf_counter()
     idx = ix.open_index(cfg.index.path)
     ix.check_params(idx.manifest, cfg)

@@ -35,7 +35,7 @@ from .read import check_documents, documents, drop_bookkeeping, internal_id, rea
 from .session import CACHE_LEVEL, master_of
 from .sketch import SimHashLayout, Stripping, containment_classes, keys_per_document, sketch
 from .verify import verify
-from .write import check_output_free, keeper_rows, write_report, write_tables
+from .write import check_paths, keeper_rows, write_report, write_tables
 
 CLUSTER_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
 
@@ -376,7 +376,7 @@ def run(spark: SparkSession, cfg: Config) -> dict:
 
         return append(spark, cfg)
     require_io_paths(cfg)
-    check_output_free(cfg, master_of(spark))
+    check_paths(cfg, master_of(spark), spark)
     if cfg.output.plots:
         from .figures import check_can_plot
 
@@ -397,7 +397,7 @@ def run(spark: SparkSession, cfg: Config) -> dict:
     result.report["stage_seconds"]["write"] = writing.seconds["write"]
     if cfg.output.plots:
         from .figures import write_run_plots
-        from .write import local_path
+        from .paths import local_path
 
         with writing.stage("plots"):
             result.report["plots"] = write_run_plots(result, cfg, local_path(cfg.output.path))

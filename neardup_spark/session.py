@@ -180,7 +180,7 @@ def jit_options(spark_cfg: SparkConfig, input_bytes: int | None) -> str:
 
 def local_input_bytes(path: str) -> int | None:
     """Bytes under a local file or directory; None for globs, URLs and missing paths."""
-    from .write import local_file
+    from .paths import local_file
 
     root = local_file(path)
     if root is None or not root.exists():

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,15 +15,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import columns as C
+from . import paths
 from .config import Config
 from .errors import NeardupError
+from .paths import is_local_path, local_path
 from .parallel import run_all
 from .read import CORRUPT
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pipeline import DedupResult
 
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _KEEPER = "__neardup_keeper"
 
 
@@ -54,22 +54,75 @@ def keeper_rows(raw: DataFrame, cfg: Config, clusters: DataFrame, n_keepers: int
     return raw.join(ids, raw_id == F.col(_KEEPER), "left_anti" if by_removed else "left_semi").select(*cols)
 
 
-def check_output_free(cfg: Config, master: str = "") -> None:
-    """Refuse, before any work, to write over an existing local output (unless overwrite).
+def check_paths(cfg: Config, master: str = "", spark: SparkSession | None = None, may_exist: bool = False) -> None:
+    """Before any work: the input names something, and the output is free (see
+    `check_output_free`)."""
+    if cfg.input.format != "table" and cfg.input.path:
+        paths.require_matches(input_matches(cfg, master, spark), cfg.input.path, cfg.input.format)
+    check_output_free(cfg, master, spark, may_exist)
 
-    On the local file system (a file: path, or any path in local mode, `master`
-    local[...]) also refuse an output that cannot be created (a file in the way, no
-    write permission) or that overlaps the input: a later run over the input would
-    read the outputs, or an overwrite would delete the input."""
+
+def check_output_free(cfg: Config, master: str = "", spark: SparkSession | None = None,
+                      may_exist: bool = False) -> None:
+    """Refuse, before any work, an output that exists (unless overwrite, or `may_exist`),
+    cannot be created (a file in the way, no write permission), or overlaps the input
+    (globs expanded, symlinks followed): a later run over the input would read the
+    outputs, or an overwrite would delete the input.
+
+    With a session the paths are resolved through its Hadoop FileSystem (fs.defaultFS
+    applies); without one only local paths are checked: file: URIs, and paths without a
+    scheme when `master` is local."""
     out = cfg.output.path
-    if cfg.output.mode == "errorifexists" and is_local_path(out):
-        local = _local(out)
-        if os.path.exists(local) and (not os.path.isdir(local) or os.listdir(local)):
-            raise _exists(out)
-    target = local_file(out)
-    if target is not None and (out.startswith("file:") or master.startswith("local")):
-        _check_creatable(out, target)
-        _check_apart(out, target, cfg)
+    dst = _where(spark, out, master)
+    if dst is None:
+        return
+    if cfg.output.mode == "errorifexists" and not may_exist and _holds_something(spark, dst):
+        raise _exists(out)
+    if dst.scheme == "file":
+        _check_creatable(out, Path(str(dst.path)))
+    check_input_apart(cfg, dst, master, spark)
+
+
+def check_input_apart(cfg: Config, dst: paths.Location, master: str = "", spark: SparkSession | None = None) -> None:
+    """The output at dst overlaps no input of the run (see `paths.check_apart`)."""
+    inp = cfg.input.path
+    if cfg.input.format == "table" or not inp:
+        return
+    found = input_matches(cfg, master, spark)
+    if found:
+        paths.check_apart(dst, WRITTEN, found, paths.has_glob(inp), cfg.output.path, inp)
+
+
+def input_matches(cfg: Config, master: str = "", spark: SparkSession | None = None) -> list[paths.Location] | None:
+    """Every place cfg.input.path names (None where that cannot be told yet: a remote
+    path before the session starts)."""
+    inp = cfg.input.path
+    if paths.hadoop(spark) is not None:
+        return paths.matches(spark, inp)
+    if inp.startswith("file:") or (paths.is_local_path(inp) and master.startswith("local")):
+        return [paths.location(str(p)) for p in paths.local_matches(inp)]
+    return None
+
+
+def _where(spark: SparkSession | None, path: str, master: str) -> paths.Location | None:
+    if paths.hadoop(spark) is not None:
+        return paths.qualified(spark, path)
+    if path.startswith("file:") or (paths.is_local_path(path) and master.startswith("local")):
+        return paths.location(paths.local_path(path))
+    return None
+
+
+def _holds_something(spark: SparkSession | None, where: paths.Location) -> bool:
+    """A file, or a directory with anything in it."""
+    if where.scheme == "file":
+        local = str(where.path)
+        return os.path.exists(local) and (not os.path.isdir(local) or bool(os.listdir(local)))
+    vm, conf = paths.hadoop(spark)
+    hpath = vm.org.apache.hadoop.fs.Path(str(where))
+    fs = hpath.getFileSystem(conf)
+    if not fs.exists(hpath):
+        return False
+    return not fs.getFileStatus(hpath).isDirectory() or len(fs.listStatus(hpath)) > 0
 
 
 def _check_creatable(out: str, target: Path) -> None:
@@ -84,35 +137,12 @@ def _check_creatable(out: str, target: Path) -> None:
         raise NeardupError(f"output {out!r} cannot be written: no write permission in {str(here)!r}")
 
 
-_WRITTEN = ("clusters", "pairs", "deduplicated", "boilerplate", "report", "report.json")  # plots are files
-
-
-def _check_apart(out: str, target: Path, cfg: Config) -> None:
-    """The output is not the input, not inside an input directory, and holds the input in
-    none of the directories a run writes."""
-    source = None if cfg.input.format == "table" else local_file(cfg.input.path)
-    if source is None or not source.exists():
-        return
-    src, dst = source.resolve(), target.resolve()
-    inside_input = src.is_dir() and (dst == src or src in dst.parents)
-    under_written = any(dst / name == src or dst / name in src.parents for name in _WRITTEN)
-    if inside_input or under_written:
-        raise NeardupError(f"output {out!r} overlaps input {cfg.input.path!r}: write the output elsewhere")
+# What a run writes under its output (plots are files beside them).
+WRITTEN = ("clusters", "pairs", "deduplicated", "boilerplate", "report", "report.json")
 
 
 def _exists(out: str) -> NeardupError:
     return NeardupError(f"output {out!r} already exists; pass --overwrite (output.mode = 'overwrite') to replace it")
-
-
-def local_path(path: str) -> str:
-    """A local output path without its file: scheme."""
-    return _local(path)
-
-
-def _local(path: str) -> str:
-    if path.startswith("file://"):
-        return path[len("file://") :]
-    return path[len("file:") :] if path.startswith("file:") else path
 
 
 def parquet_writes(tables: dict[str, DataFrame], root: str, mode: str) -> list:
@@ -153,24 +183,12 @@ def write_tables(result: "DedupResult", cfg: Config) -> None:
     run_all(parquet_writes(tables, cfg.output.path.rstrip("/"), cfg.output.mode))
 
 
-def is_local_path(path: str) -> bool:
-    return path.startswith("file:") or not _SCHEME.match(path) or bool(re.match(r"^[a-zA-Z]:[\\/]", path))
-
-
-def local_file(path: str) -> Path | None:
-    """The local file or directory a path names (file: scheme removed); None for
-    globs and remote URLs (s3://, hdfs://, dbfs:/...), which are Spark's to resolve."""
-    if not path or any(ch in path for ch in "*?[{") or not is_local_path(path):
-        return None
-    return Path(_local(path))
-
-
 def write_report(report: dict, out: str, spark: SparkSession) -> None:
     """report.json beside the tables. Remote outputs (s3://, abfss://, dbfs:/...)
     get it as a one-line JSON text file written by Spark under report/."""
     text = json.dumps(report, indent=2, sort_keys=False, default=str)
     if is_local_path(out):
-        local = _local(out)
+        local = local_path(out)
         os.makedirs(local, exist_ok=True)
         with open(os.path.join(local, "report.json"), "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
