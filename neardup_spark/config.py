@@ -139,6 +139,9 @@ class ClusterConfig:
     max_iterations: int = 200
     checkpoint: str = "local"
     checkpoint_interval: int = 2
+    # Reliable checkpoints and GraphFrames write here (shared storage on a cluster).
+    # "": the session's own, else a temporary directory under the run's output.
+    checkpoint_dir: str = ""
     # Graphs of at most this many distinct edges are collected and solved on the driver
     # (numpy, one job) whatever the backend: an iterative Spark job costs seconds in
     # scheduling alone. 0: always the backend.

@@ -137,8 +137,18 @@ class Index:
             "_rid", "_removed_in"
         )
 
+    def _required(self, spark: SparkSession, table: str) -> DataFrame:
+        """`_union` of a table every index holds files of (an empty build writes one too)."""
+        rows = self._union(spark, table)
+        if rows is None:
+            raise IndexError_(
+                f"the index at {self.path!r} has no {table} files: it was written where the driver does not read "
+                "(a path that is not shared storage on a cluster?) or damaged; rebuild it on shared storage"
+            )
+        return rows
+
     def docs(self, spark: SparkSession) -> DataFrame:
-        return self._live(spark, self._union(spark, "docs")).drop(PART)
+        return self._live(spark, self._required(spark, "docs")).drop(PART)
 
     def bands(self, spark: SparkSession) -> DataFrame:
         rows = self._union(spark, "bands")
@@ -159,7 +169,7 @@ class Index:
 
     def assignments(self, spark: SparkSession) -> DataFrame:
         """The current assignment of every archived document (the newest part's row wins)."""
-        rows = self._union(spark, "assign")
+        rows = self._required(spark, "assign")
         if len(self.parts) == 1:
             return rows.select(*ASSIGN_COLUMNS)
         newest = Window.partitionBy(C.DOC_ID).orderBy(F.desc(PART))
@@ -167,14 +177,14 @@ class Index:
 
     def assignments_of(self, spark: SparkSession, ids: DataFrame) -> DataFrame:
         """The current assignments of the documents in ids(doc_id)."""
-        rows = self._union(spark, "assign").join(ids.select(C.DOC_ID).distinct(), C.DOC_ID, "left_semi")
+        rows = self._required(spark, "assign").join(ids.select(C.DOC_ID).distinct(), C.DOC_ID, "left_semi")
         newest = Window.partitionBy(C.DOC_ID).orderBy(F.desc(PART))
         return rows.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1).select(*ASSIGN_COLUMNS)
 
     def members_of(self, spark: SparkSession, clusters: DataFrame) -> DataFrame:
         """The current assignments of every document now in one of clusters(cluster_id)."""
         wanted = clusters.select(C.CLUSTER_ID).distinct()
-        once = self._union(spark, "assign").join(wanted, C.CLUSTER_ID, "left_semi").select(C.DOC_ID).distinct()
+        once = self._required(spark, "assign").join(wanted, C.CLUSTER_ID, "left_semi").select(C.DOC_ID).distinct()
         return self.assignments_of(spark, once).join(wanted, C.CLUSTER_ID, "left_semi")
 
     def boilerplate_keys(self, spark: SparkSession) -> frozenset[int] | None:

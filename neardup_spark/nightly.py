@@ -62,7 +62,8 @@ from .pipeline import (
     with_doc_ids,
 )
 from .read import read_input
-from .session import master_of
+from .session import is_local_master, master_of
+from .storage import checkpoint_dir, probe_executor_writes
 from .sketch import Stripping
 from .verify import verify
 from .write import check_paths, copy_tables, parquet_writes, write_report
@@ -109,9 +110,11 @@ def build(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
     if cfg.match.mode != "jaccard":
         raise ix.IndexError_("the archive index supports match.mode = 'jaccard' only")
     root = ix.ensure_new(cfg.index.path)
+    _probe(spark, cfg.index.path, output)
     start = time.perf_counter()
     raw = read_input(spark, cfg)
-    result = deduplicate(raw, cfg, digest=True)
+    with checkpoint_dir(spark, cfg, output or cfg.index.path):
+        result = deduplicate(raw, cfg, digest=True)
     try:
         table = result.sketched
         banded = table.where(~F.col(C.IS_EMPTY)).join(result.copies.select(C.NID), C.NID, "left_anti")
@@ -168,6 +171,20 @@ def append(spark: SparkSession, cfg: Config) -> dict:
     start = time.perf_counter()
     idx = ix.open_index(cfg.index.path)
     ix.check_params(idx.manifest, cfg)
+    _probe(spark, cfg.index.path, cfg.output.path)
+    with checkpoint_dir(spark, cfg, cfg.output.path):
+        return _append(spark, cfg, idx, start)
+
+
+def _probe(spark: SparkSession, index_path: str, output: str | None) -> None:
+    """On a cluster: the executors' files under the index and the output reach the driver."""
+    if not is_local_master(master_of(spark)):
+        probe_executor_writes(spark, index_path, "index")
+        if output:
+            probe_executor_writes(spark, output)
+
+
+def _append(spark: SparkSession, cfg: Config, idx: ix.Index, start: float) -> dict:
     st = _Stages(spark)
     counts: dict[str, int] = {}
     raw = read_input(spark, cfg)

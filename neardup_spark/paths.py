@@ -171,7 +171,7 @@ def qualified(spark: SparkSession | None, path: str) -> Location | None:
         hpath = vm.org.apache.hadoop.fs.Path(path)
         return location(str(hpath.getFileSystem(conf).makeQualified(hpath).toString()))
     except Exception as exc:
-        raise NeardupError(f"cannot resolve {path!r}: {_reason(exc)}") from None
+        raise NeardupError(f"cannot resolve {path!r}: {reason(exc)}") from None
 
 
 def matches(spark: SparkSession | None, path: str) -> list[Location] | None:
@@ -186,12 +186,12 @@ def matches(spark: SparkSession | None, path: str) -> list[Location] | None:
         fs = hpath.getFileSystem(conf)
         found = fs.globStatus(hpath)
     except Exception as exc:
-        raise NeardupError(f"cannot resolve {path!r}: {_reason(exc)}") from None
+        raise NeardupError(f"cannot resolve {path!r}: {reason(exc)}") from None
     out = [location(str(fs.makeQualified(s.getPath()).toString())) for s in (found or [])]
     return sorted(out, key=str)
 
 
-def _reason(exc: Exception) -> str:
+def reason(exc: Exception) -> str:
     """A JVM exception's class and message in one line (e.g. the missing connector)."""
     java = getattr(exc, "java_exception", None)
     text = str(java.toString()) if java is not None else str(exc)

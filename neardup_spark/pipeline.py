@@ -32,10 +32,11 @@ from .keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
 from .parallel import in_background
 from .params import advice, lsh_params
 from .read import check_documents, documents, drop_bookkeeping, internal_id, read_input, spread
-from .session import CACHE_LEVEL, master_of
+from .session import CACHE_LEVEL, is_local_master, master_of
 from .sketch import SimHashLayout, Stripping, containment_classes, keys_per_document, sketch
+from .storage import checkpoint_dir, probe_executor_writes, verify_written
 from .verify import verify
-from .write import check_paths, keeper_rows, write_report, write_tables
+from .write import check_paths, keeper_rows, write_report, write_tables, written_rows
 
 CLUSTER_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
 
@@ -377,6 +378,8 @@ def run(spark: SparkSession, cfg: Config) -> dict:
         return append(spark, cfg)
     require_io_paths(cfg)
     check_paths(cfg, master_of(spark), spark)
+    if not is_local_master(master_of(spark)):
+        probe_executor_writes(spark, cfg.output.path)
     if cfg.output.plots:
         from .figures import check_can_plot
 
@@ -390,10 +393,12 @@ def run(spark: SparkSession, cfg: Config) -> dict:
     except Exception:
         warming.join(timeout=60)  # see checked_documents
         raise
-    result = deduplicate(raw, cfg)
+    with checkpoint_dir(spark, cfg, cfg.output.path):
+        result = deduplicate(raw, cfg)
     writing = _Stages(spark)
     with writing.stage("write"):
         write_tables(result, cfg)
+        verify_written(spark, cfg.output.path, written_rows(result))
     result.report["stage_seconds"]["write"] = writing.seconds["write"]
     if cfg.output.plots:
         from .figures import write_run_plots

@@ -45,6 +45,12 @@ def planned_master(spark_cfg: SparkConfig) -> str:
     return spark_cfg.master or ("" if under_spark_submit() else "local[*]")
 
 
+def is_local_master(master: str) -> bool:
+    """local, local[N], local[N,F]: driver and executors are one JVM on one disk
+    (local-cluster[...] is not: its executors are JVMs of their own)."""
+    return master == "local" or master.startswith("local[")
+
+
 def master_of(spark: SparkSession) -> str:
     """A running session's master; "" under Spark Connect (no SparkContext)."""
     try:

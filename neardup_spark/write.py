@@ -183,6 +183,16 @@ def write_tables(result: "DedupResult", cfg: Config) -> None:
     run_all(parquet_writes(tables, cfg.output.path.rstrip("/"), cfg.output.mode))
 
 
+def written_rows(result: "DedupResult") -> dict[str, int]:
+    """The rows each table of `write_tables` holds, from the run's own counts."""
+    counts = result.report["counts"]
+    rows = {"clusters": counts["documents"], "pairs": counts["verified_pairs"] + counts["exact_duplicates"],
+            "deduplicated": counts["clusters"]}
+    if result.boilerplate is not None:
+        rows["boilerplate"] = result.report["boilerplate"]["lines"]
+    return rows
+
+
 def write_report(report: dict, out: str, spark: SparkSession) -> None:
     """report.json beside the tables. Remote outputs (s3://, abfss://, dbfs:/...)
     get it as a one-line JSON text file written by Spark under report/."""

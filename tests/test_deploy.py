@@ -1,0 +1,75 @@
+"""Deployed as users deploy: spark-submit against a real standalone cluster (Master and
+Workers in JVMs of their own), with the README's cluster config."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from neardup_spark import cli
+
+from .cluster import can_make_private_mounts, standalone_cluster
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = str(cli.SAMPLE)
+SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Two 1-core Workers; each sees its own empty tmpfs over `private` (driver-only storage)."""
+    if not SPARK_SUBMIT.exists():
+        pytest.skip("spark-submit is not installed beside this interpreter")
+    if not can_make_private_mounts():
+        pytest.skip("needs unshare -m (a private mount namespace) to simulate driver-only storage")
+    work = tmp_path_factory.mktemp("standalone")
+    private = work / "private"
+    with standalone_cluster(work / "daemons", workers=2, cores=1, memory="1g", private_dir=private) as url:
+        yield url, private
+
+
+def _submit(master: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    cmd = [str(SPARK_SUBMIT), "--master", master, "--conf", "spark.ui.enabled=false",
+           "--conf", "spark.executor.memory=768m", str(ROOT / "jobs" / "neardup_job.py"), *args]
+    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
+
+
+def test_readme_spark_submit_with_the_cluster_config(cluster, tmp_path):
+    """conf/cluster.toml asks for reliable checkpoints: the run finds a checkpoint directory itself."""
+    url, _ = cluster
+    out = tmp_path / "out"
+    proc = _submit(url, ["run", "--input", SAMPLE, "--format", "jsonl", "--output", str(out),
+                         "--config", str(ROOT / "conf" / "cluster.toml"), "--shuffle-partitions", "4", "--quiet"],
+                   tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    clusters = pd.read_parquet(out / "clusters")
+    assert len(clusters) == 1000 and clusters.doc_id.is_unique
+    report = json.loads((out / "report.json").read_text())
+    assert len(pd.read_parquet(out / "deduplicated")) == report["counts"]["clusters"]
+    assert len(pd.read_parquet(out / "pairs")) == report["counts"]["verified_pairs"] + report["counts"]["exact_duplicates"]
+    assert not [p for p in out.iterdir() if p.name.startswith("_neardup")]  # probe and checkpoints removed
+
+
+@pytest.mark.parametrize("command", ["run", "index"])
+def test_storage_the_executors_do_not_share_is_refused_before_work(cluster, tmp_path, command):
+    url, private = cluster
+    out = private / f"out-{command}"
+    if command == "run":
+        args = ["run", "--input", SAMPLE, "--format", "jsonl", "--output", str(out), "--shuffle-partitions", "4"]
+    else:
+        args = ["index", "build", "--input", SAMPLE, "--format", "jsonl", "--index", str(out),
+                "--shuffle-partitions", "4"]
+    start = time.perf_counter()
+    proc = _submit(url, args, tmp_path)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    said = proc.stdout + proc.stderr  # spark-submit's Python runner sends the driver's stderr to stdout
+    errors = [line for line in said.splitlines() if line.startswith("neardup: error:")]
+    assert len(errors) == 1 and "is not shared storage" in errors[0], said[-3000:]
+    assert "Traceback" not in said
+    assert time.perf_counter() - start < 120
