@@ -19,10 +19,16 @@ Layout (a local or mounted directory)::
       parts/<part>/removed/      (replacing runs) ids whose earlier rows no longer count: their text changed
 
 A document's current assignment is its row in the newest listed part that
-assigns it. Parts are written completely, under a fresh name, before the
-manifest names them; the manifest is replaced last, by an atomic rename. A
-run killed at any point leaves either the old manifest (the new part is an
-orphan nobody reads) or the new one (complete): the next run needs no repair.
+assigns it. Parts are written completely, under a fresh name, before any
+manifest names them. The commit is one create-if-absent step: the next
+version's `manifests/vNNNNN.json` is written whole to a temporary name and
+hard-linked into place, which fails if that version exists. Of two runs
+that commit the same version, exactly one lands; the other changes nothing
+and says to run again. Readers take the newest version in `manifests/`; a
+run killed at any point leaves either the old newest version (its part an
+orphan nobody reads) or the new one, complete: the next run needs no
+repair. `manifest.json` is a copy of the newest version for people and
+older releases to read (format 2 stops releases that committed by rename).
 
 Per document, at P=128, b=42 (threshold 0.3): ~1.3 kB of shingle set for a
 ~350-word article (4 bytes a distinct 5-shingle), 42 x 16 bytes of band rows,
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -50,8 +57,11 @@ from .params import lsh_params
 from .paths import is_local_path, local_path
 from .write import parquet_writes
 
-FORMAT = 1
+FORMAT = 2  # 2: committed by create-if-absent in manifests/; 1 (same tables) still opens
+READABLE_FORMATS = (1, 2)
 MANIFEST = "manifest.json"
+VERSIONS = "manifests"
+_VERSION_FILE = re.compile(r"^v(\d{5,})\.json$")
 TEXT_DIGEST = "text_digest"
 PART = "_part"  # the part's position in the manifest, for "newest assignment wins"
 BUCKET_RANGE = "bucket_range"
@@ -240,18 +250,45 @@ def _require_local(path: str) -> str:
 
 
 def open_index(path: str) -> Index:
-    """The index at `path` as its manifest describes it now."""
+    """The index at `path` as its newest committed version describes it."""
     root = _require_local(path)
+    manifest = _newest(root)
+    if manifest is None:
+        raise IndexError_(f"no index at {path!r} (no {VERSIONS}/ or {MANIFEST}); build one with `neardup index build`")
+    if manifest.get("format") not in READABLE_FORMATS:
+        raise IndexError_(f"index {path!r} has format {manifest.get('format')!r}; this version reads "
+                          f"{', '.join(map(str, READABLE_FORMATS))}")
+    return Index(root, manifest)
+
+
+def _newest(root: str) -> dict | None:
+    """The newest committed manifest: the highest version in manifests/ (every entry there is
+    whole: it was linked into place complete), else a lone manifest.json."""
+    try:
+        names = os.listdir(os.path.join(root, VERSIONS))
+    except FileNotFoundError:
+        names = []
+    versions = sorted((int(m.group(1)), n) for n in names if (m := _VERSION_FILE.match(n)))
+    if versions:
+        entry = os.path.join(root, VERSIONS, versions[-1][1])
+        try:
+            with open(entry, encoding="utf-8") as fh:
+                return json.load(fh)
+        except json.JSONDecodeError:
+            raise IndexError_(
+                f"{entry!r} is torn (a release before format 2 was killed while writing it): remove that file; "
+                "the version before it is intact"
+            ) from None
     try:
         with open(os.path.join(root, MANIFEST), encoding="utf-8") as fh:
-            manifest = json.load(fh)
+            return json.load(fh)
     except FileNotFoundError:
-        raise IndexError_(f"no index at {path!r} (no {MANIFEST}); build one with `neardup index build`") from None
-    except json.JSONDecodeError as exc:  # pragma: no cover - the rename makes a torn manifest impossible
-        raise IndexError_(f"the manifest of {path!r} is not valid JSON: {exc}") from None
-    if manifest.get("format") != FORMAT:
-        raise IndexError_(f"index {path!r} has format {manifest.get('format')!r}; this version reads {FORMAT}")
-    return Index(root, manifest)
+        return None
+
+
+def current_version(root: str) -> int:
+    manifest = _newest(root)
+    return 0 if manifest is None else int(manifest["version"])
 
 
 def new_part_name(version: int) -> str:
@@ -283,27 +320,74 @@ def write_part(part_dir: str, docs: DataFrame | None, bands: DataFrame | None, a
     run_all(writes, parallel)
 
 
+class ConcurrentCommitError(IndexError_):
+    """Another run committed the version this one meant to; this run changed nothing."""
+
+
 def commit(root: str, manifest: dict, expected_version: int) -> None:
-    """Make `manifest` current: refuse if another run moved the index on meanwhile, write
-    it beside the old one, then replace the old one with a single atomic rename."""
-    current = 0
-    if os.path.exists(os.path.join(root, MANIFEST)):
-        with open(os.path.join(root, MANIFEST), encoding="utf-8") as fh:
-            current = json.load(fh)["version"]
-    if current != expected_version:
-        raise IndexError_(
-            f"the index moved from version {expected_version} to {current} during this run (a concurrent "
-            "append?); nothing was changed: run again"
-        )
-    os.makedirs(os.path.join(root, "manifests"), exist_ok=True)
-    text = json.dumps(manifest, indent=2, sort_keys=True)
-    with open(os.path.join(root, "manifests", f"v{manifest['version']:05d}.json"), "w", encoding="utf-8") as fh:
-        fh.write(text + "\n")
-    tmp = os.path.join(root, f".{MANIFEST}.{uuid.uuid4().hex}")
+    """Make `manifest` (version expected_version + 1) the newest version, or raise
+    ConcurrentCommitError and change nothing when another run got there first.
+
+    The version file is written whole under a temporary name and hard-linked to its
+    final name: link(2) fails when the name exists, atomically, so of any number of
+    concurrent committers of one version exactly one succeeds, and no reader ever sees
+    a partial file. manifest.json is refreshed afterwards as a copy."""
+    version = int(manifest["version"])
+    current = current_version(root)
+    if current != expected_version or version != expected_version + 1:
+        raise _moved(expected_version, current)
+    folder = os.path.join(root, VERSIONS)
+    os.makedirs(folder, exist_ok=True)
+    text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    tmp = _write_synced(folder, text)
+    try:
+        os.link(tmp, os.path.join(folder, f"v{version:05d}.json"))
+    except FileExistsError:
+        raise _moved(expected_version, current_version(root)) from None
+    finally:
+        os.unlink(tmp)
+    _fsync_dir(folder)
+    _refresh_copy(root, text, version)
+
+
+def _moved(expected: int, current: int) -> ConcurrentCommitError:
+    return ConcurrentCommitError(
+        f"the index moved from version {expected} to {current} during this run (a concurrent append?); "
+        "nothing was changed: run again"
+    )
+
+
+def _write_synced(folder: str, text: str) -> str:
+    tmp = os.path.join(folder, f".tmp-{uuid.uuid4().hex}")
     with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text + "\n")
+        fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
+    return tmp
+
+
+def _fsync_dir(folder: str) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - some mounts refuse it; the link itself is done
+        pass
+    finally:
+        os.close(fd)
+
+
+def _refresh_copy(root: str, text: str, version: int) -> None:
+    """manifest.json := the newest version, unless a later commit refreshed it already."""
+    try:
+        with open(os.path.join(root, MANIFEST), encoding="utf-8") as fh:
+            if int(json.load(fh).get("version", 0)) >= version:
+                return
+    except (FileNotFoundError, ValueError):
+        pass
+    tmp = _write_synced(root, text)
     os.replace(tmp, os.path.join(root, MANIFEST))
 
 
@@ -334,7 +418,7 @@ def batch_fingerprint(docs: DataFrame) -> str:
 def ensure_new(path: str) -> str:
     """The local root of an index about to be built; refuse to build over one."""
     root = _require_local(path)
-    if os.path.exists(os.path.join(root, MANIFEST)):
+    if _newest(root) is not None:
         raise IndexError_(f"an index already exists at {path!r}; append batches with `neardup run --index ... "
                           "--append`, or remove it to rebuild")
     Path(root, "parts").mkdir(parents=True, exist_ok=True)

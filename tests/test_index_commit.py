@@ -1,0 +1,88 @@
+"""The index commit is create-if-absent: of concurrent committers of one version exactly one
+lands, in separate processes, and no committed part is ever lost. No JVM needed."""
+
+import json
+import multiprocessing as mp
+import os
+
+import pytest
+
+from neardup_spark import index as ix
+
+ROUNDS = 300
+COMMITTERS = 4
+
+
+def _manifest(version: int, parts: list[str]) -> dict:
+    return {"format": ix.FORMAT, "version": version, "parts": parts, "batches": {}, "documents": len(parts),
+            "params": {}}
+
+
+def _committer(root: str, me: int, rounds: int, barrier, results) -> None:
+    won = []
+    for _ in range(rounds):
+        barrier.wait()  # everyone has read nothing yet
+        seen = ix.open_index(root).manifest
+        barrier.wait()  # everyone has read the same version
+        version = seen["version"]
+        part = f"part-v{version + 1}-by{me}"
+        try:
+            ix.commit(root, _manifest(version + 1, [*seen["parts"], part]), expected_version=version)
+            won.append(part)
+        except ix.ConcurrentCommitError:
+            pass
+    results.put((me, won))
+
+
+def test_concurrent_committers_in_separate_processes(tmp_path):
+    root = str(tmp_path / "index")
+    os.makedirs(root)
+    ix.commit(root, _manifest(1, ["part-v1"]), expected_version=0)
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(COMMITTERS), ctx.Queue()
+    procs = [ctx.Process(target=_committer, args=(root, i, ROUNDS, barrier, results)) for i in range(COMMITTERS)]
+    for p in procs:
+        p.start()
+    won = dict(results.get(timeout=300) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    landed = sorted(part for parts in won.values() for part in parts)
+    final = ix.open_index(root).manifest
+    assert final["version"] == ROUNDS + 1  # one commit a round, never two, never none
+    assert len(landed) == ROUNDS and sorted(final["parts"][1:]) == landed  # every success is in the index
+    assert json.loads((tmp_path / "index" / "manifest.json").read_text())["version"] == ROUNDS + 1
+    assert not [n for n in os.listdir(os.path.join(root, ix.VERSIONS)) if n.startswith(".tmp")]
+
+
+def test_a_stale_commit_changes_nothing(tmp_path):
+    root = str(tmp_path)
+    ix.commit(root, _manifest(1, ["a"]), expected_version=0)
+    ix.commit(root, _manifest(2, ["a", "b"]), expected_version=1)
+    before = sorted(os.listdir(os.path.join(root, ix.VERSIONS)))
+    with pytest.raises(ix.ConcurrentCommitError, match="from version 1 to 2.*run again"):
+        ix.commit(root, _manifest(2, ["a", "c"]), expected_version=1)
+    assert sorted(os.listdir(os.path.join(root, ix.VERSIONS))) == before
+    assert ix.open_index(root).parts == ["a", "b"]
+
+
+def test_readers_take_the_newest_version_not_the_copy(tmp_path):
+    """manifest.json is a copy for people: a run killed before refreshing it loses nothing."""
+    root = str(tmp_path)
+    ix.commit(root, _manifest(1, ["a"]), expected_version=0)
+    ix.commit(root, _manifest(2, ["a", "b"]), expected_version=1)
+    (tmp_path / "manifest.json").write_text(json.dumps(_manifest(1, ["a"])))
+    assert ix.open_index(root).parts == ["a", "b"]
+
+
+def test_an_index_of_format_1_opens(tmp_path):
+    """Format 1 (commits by rename) had the same files; its manifests/ entries are read as they are."""
+    root = tmp_path
+    (root / "manifests").mkdir()
+    old = {**_manifest(1, ["a"]), "format": 1}
+    (root / "manifests" / "v00001.json").write_text(json.dumps(old))
+    (root / "manifest.json").write_text(json.dumps(old))
+    assert ix.open_index(str(root)).manifest["format"] == 1
+    ix.commit(str(root), _manifest(2, ["a", "b"]), expected_version=1)
+    assert ix.open_index(str(root)).parts == ["a", "b"]
+    assert json.loads((root / "manifest.json").read_text())["format"] == 2  # older releases now refuse it
