@@ -510,6 +510,27 @@ def _decide(everyone: DataFrame, cfg: Config, members: DataFrame) -> DataFrame:
     return batch.unionByName(changed.withColumn("_archived", F.lit(True)))
 
 
+def _batch_clusters(spark, idx: ix.Index, assigned: DataFrame, found: dict, any_already: bool) -> DataFrame:
+    """The batch's clusters/ output: every batch document once, with its assignment after this
+    batch, and archived documents whose assignment changed (in_batch false).
+
+    A batch document already archived (same text) is not assigned again; it is listed with
+    its row of this batch when this batch changed it (it met a newcomer), else with its
+    current archived row."""
+    rows = assigned.select(*CLUSTER_COLUMNS, (~F.col("_archived")).alias(IN_BATCH))
+    if found["removal"] is not None:  # archived members re-clustered without a replaced document
+        later = found["removal"].join(assigned.select(C.DOC_ID), C.DOC_ID, "left_anti")
+        rows = rows.unionByName(later.select(*CLUSTER_COLUMNS, F.lit(False).alias(IN_BATCH)))
+    if not any_already:
+        return rows
+    already = found["already"].select(C.DOC_ID, F.lit(True).alias("_again"))
+    rows = rows.join(already, C.DOC_ID, "left").select(
+        *CLUSTER_COLUMNS, (F.col(IN_BATCH) | F.col("_again").isNotNull()).alias(IN_BATCH))
+    unchanged = found["already"].join(rows.select(C.DOC_ID), C.DOC_ID, "left_anti")
+    again = idx.assignments_of(spark, unchanged).select(*CLUSTER_COLUMNS, F.lit(True).alias(IN_BATCH))
+    return rows.unionByName(again)
+
+
 def _write(spark, cfg: Config, idx: ix.Index, fingerprint: str, found: dict, st: _Stages, counts: dict,
            start: float) -> dict:
     work: dict[str, int] = {}
@@ -523,13 +544,7 @@ def _write(spark, cfg: Config, idx: ix.Index, fingerprint: str, found: dict, st:
     table = found["table"]
     ids = table.select(C.NID, C.DOC_ID).unionByName(found["met"].select(C.NID, F.col(_ADOC).alias(C.DOC_ID)))
     pairs = with_doc_ids(found["edges"], ids).select(*PAIR_COLUMNS)
-    clusters = assigned.select(*CLUSTER_COLUMNS, (~F.col("_archived")).alias(IN_BATCH))
-    if found["removal"] is not None:  # archived members re-clustered without a replaced document
-        later = found["removal"].join(assigned.select(C.DOC_ID), C.DOC_ID, "left_anti")
-        clusters = clusters.unionByName(later.select(*CLUSTER_COLUMNS, F.lit(False).alias(IN_BATCH)))
-    if counts["already_indexed"]:
-        again = idx.assignments_of(spark, found["already"]).select(*CLUSTER_COLUMNS, F.lit(True).alias(IN_BATCH))
-        clusters = clusters.unionByName(again)
+    clusters = _batch_clusters(spark, idx, assigned, found, counts["already_indexed"] > 0)
 
     root, version = idx.path, idx.manifest["version"]
     part = ix.new_part_name(version + 1)

@@ -336,3 +336,32 @@ def test_parameters_an_older_index_does_not_record_count_as_their_defaults():
         check_params({"params": old}, cfg.with_overrides({"match.method": "simhash"}))
     with pytest.raises(IndexError_, match="simhash.bits: index 64, now 128"):
         check_params({"params": old}, cfg.with_overrides({"simhash.bits": 128}))
+
+
+def test_a_replayed_half_and_a_new_half_list_each_document_once(spark, tmp_path):
+    """Archived documents re-sent beside newcomers that join their clusters: each batch document
+    is listed once, with its assignment after the batch (the index's own), never also its old row."""
+    rows = pd.read_json(cli.SAMPLE, lines=True)
+    groups = rows.groupby("group").id.apply(list)
+    # Archive one copy of every story; the batch re-sends those and brings the other copies.
+    first = set(groups.apply(lambda ids: ids[0]))
+    archive, rest = rows[rows.id.isin(first)], rows[~rows.id.isin(first)]
+    resent = archive[archive.group.isin(set(rest.group))].head(150)
+    batch = pd.concat([resent, rest.head(300)])
+    for name, frame in (("archive", archive), ("batch", batch)):
+        frame.to_json(tmp_path / f"{name}.jsonl", orient="records", lines=True, date_format="iso")
+    index = str(tmp_path / "index")
+    nightly.build(spark, _cfg(**{"input.path": str(tmp_path / "archive.jsonl"), "index.path": index,
+                                 "keeper.rules": ["longest"]}))
+    report = run(spark, _cfg(**{"input.path": str(tmp_path / "batch.jsonl"), "index.path": index,
+                                "index.append": True, "output.path": str(tmp_path / "out"),
+                                "keeper.rules": ["longest"]}))
+    assert report["counts"]["already_indexed"] == len(resent) and report["counts"]["archived_documents_changed"] > 0
+    out = pd.read_parquet(tmp_path / "out" / "clusters")
+    assert out.doc_id.is_unique
+    assert set(out.doc_id[out.in_batch]) == set(batch.id)
+    nightly.export(spark, index, str(tmp_path / "export"))
+    now = pd.read_parquet(tmp_path / "export" / "clusters").set_index("doc_id")
+    mine = out.set_index("doc_id")
+    for col in ("cluster_id", "is_keeper", "keeper_id", "status"):
+        assert (mine[col] == now[col].reindex(mine.index)).all(), col
