@@ -415,6 +415,9 @@ def require_io_paths(cfg: Config) -> None:
     """A full run (not a library call on a DataFrame) also needs input and output."""
     _check(bool(cfg.input.path), "input.path is required (--input)")
     _check(bool(cfg.output.path), "output.path is required (--output)")
+    _check(not cfg.index.path or cfg.index.append,
+           "index.path (--index) is read only by a nightly batch: add --append (index.append = true) to check "
+           "this input against the index and append it, or drop --index for a plain run")
 
 
 __all__ = [

@@ -101,6 +101,7 @@ def test_existing_output_needs_overwrite(spark, tmp_path, capsys):
         (["run", "--input", SAMPLE, "--output", "o", "--bands", "20"], "--bands and --rows go together"),
         (["run", "--input", SAMPLE, "--output", "o", "--id-col", "doc"], "no column(s) doc"),
         (["run", "--output", "o"], "input.path is required"),
+        (["run", "--input", SAMPLE, "--output", "o", "--index", "o"], "add --append"),
         (["params", "--threshold", "1.5"], "verify.threshold must be in (0, 1]"),
     ],
 )
