@@ -320,7 +320,8 @@ def _check_output(cfg: Config) -> None:
     from .session import planned_master
     from .write import check_output_free
 
-    check_output_free(cfg, planned_master(cfg.spark))
+    # A nightly batch may repair the output a killed run of it left (see nightly._output_free).
+    check_output_free(cfg, planned_master(cfg.spark), may_exist=bool(cfg.index.append))
 
 
 def _jaccard_range(text: str) -> tuple[float, float]:

@@ -32,7 +32,6 @@ re-sketched, re-banded or re-clustered.
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import wait
 
@@ -63,10 +62,19 @@ from .pipeline import (
 )
 from .read import read_input
 from .session import is_local_master, master_of
-from .storage import checkpoint_dir, probe_executor_writes
+from .storage import checkpoint_dir, kill_point, probe_executor_writes, published, remove_leftovers, verify_written
 from .sketch import Stripping
 from .verify import verify
-from .write import check_paths, copy_tables, parquet_writes, write_report
+from .write import (
+    check_paths,
+    copy_tables,
+    finished_report,
+    output_exists,
+    output_holds_something,
+    parquet_writes,
+    write_report,
+    write_tables,
+)
 
 _ADOC = "_adoc"  # an archived document's id
 _CNODE = "_cnode"  # an archived cluster's node in the batch graph (negative)
@@ -115,6 +123,10 @@ def build(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
     raw = read_input(spark, cfg)
     with checkpoint_dir(spark, cfg, output or cfg.index.path):
         result = deduplicate(raw, cfg, digest=True)
+        return _write_build(spark, cfg, root, output, result, start)
+
+
+def _write_build(spark: SparkSession, cfg: Config, root: str, output: str | None, result, start: float) -> dict:
     try:
         table = result.sketched
         banded = table.where(~F.col(C.IS_EMPTY)).join(result.copies.select(C.NID), C.NID, "left_anti")
@@ -128,12 +140,10 @@ def build(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
             ix.write_part(f"{root}/parts/{part}", table.select(*_doc_columns(cfg)), bands, result.clusters,
                           outputs={"pairs": result.pairs}, boilerplate=keys)
             if output:
-                from .write import write_tables
-
-                write_tables(result, cfg.with_overrides({"output.path": output}))
+                write_tables(spark, result, output, cfg.output.mode)
             manifest = ix.next_manifest(None, cfg, part, "build", result.report["counts"]["documents"])
             manifest["batches"] = {}
-            _kill_point("before_manifest")
+            kill_point("before_manifest")
             ix.commit(root, manifest, expected_version=0)
         report = result.report
         report["stage_seconds"].update(stages.seconds)
@@ -150,24 +160,20 @@ def export(spark: SparkSession, index_path: str, output: str, mode: str = "error
     """The index's current assignment of every archived document -> output/clusters/; returns the count."""
     idx = ix.open_index(index_path)
     clusters = idx.assignments(spark).select(*CLUSTER_COLUMNS)
-    clusters.write.mode(mode).parquet(f"{output.rstrip('/')}/clusters")
+    remove_leftovers(spark, output)
+    with published(spark, output, ["clusters"], mode) as stage:
+        clusters.write.mode(mode if stage == output else "errorifexists").parquet(f"{stage.rstrip('/')}/clusters")
+        verify_written(spark, stage, {"clusters": idx.manifest["documents"]})
     return idx.manifest["documents"]
 
 
 # -- append -----------------------------------------------------------------------------------------------------
 
 
-def _kill_point(name: str) -> None:
-    """Fault injection for the crash-safety test: NEARDUP_KILL_AT=<name> ends the process
-    here, abruptly (no cleanup runs), as a killed job would."""
-    if os.environ.get("NEARDUP_KILL_AT") == name:
-        os._exit(137)
-
-
 def append(spark: SparkSession, cfg: Config) -> dict:
     """Check cfg.input (today's batch) against the index and itself, write cfg.output, append the batch."""
     require_io_paths(cfg)
-    check_paths(cfg, master_of(spark), spark)
+    check_paths(cfg, master_of(spark), spark, may_exist=True)  # an existing output: see `_output_free`
     start = time.perf_counter()
     idx = ix.open_index(cfg.index.path)
     ix.check_params(idx.manifest, cfg)
@@ -196,6 +202,7 @@ def _append(spark: SparkSession, cfg: Config, idx: ix.Index, start: float) -> di
             checking = started(lambda: _check_ids(spark, cfg, idx, docs, counts["documents"], known, st))
             fingerprint = ix.batch_fingerprint(docs)
             stored = idx.batch_part(fingerprint)
+            _output_free(spark, cfg, fingerprint if stored is not None else None)
             if stored is not None:
                 wait([checking])  # its verdict and figures do not matter for a batch applied before
                 return _replay(spark, cfg, idx, stored, fingerprint, counts, start)
@@ -205,29 +212,47 @@ def _append(spark: SparkSession, cfg: Config, idx: ix.Index, start: float) -> di
         if changed is not None:
             with st.stage("replace"):
                 idx, removal = _remove(spark, cfg, idx, changed, st, counts)
-        _kill_point("after_lookup")
+        kill_point("after_lookup")
         result = _match(spark, cfg, idx, docs, archived, st, counts)
         result["removal"] = removal
-        _kill_point("after_match")
+        kill_point("after_match")
         return _write(spark, cfg, idx, fingerprint, result, st, counts, start)
     finally:
         st.release()
 
 
-def _copy_output(spark, part_dir: str, cfg: Config) -> None:
-    """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/): the
-    files copied, or (Spark Connect) the tables read and written again."""
-    names = ["clusters", "pairs"]
-    if copy_tables(spark, f"{part_dir}/output", cfg.output.path, names, cfg.output.mode):
+def _output_free(spark, cfg: Config, replaying: str | None) -> None:
+    """An existing output is refused (unless overwrite), except when this batch has landed
+    (`replaying` is its fingerprint) and the output is what a killed run of it left: no
+    report.json yet, or the report of this very batch. Its re-run then repairs it."""
+    if cfg.output.mode == "overwrite" or not output_holds_something(spark, cfg.output.path):
         return
-    # Spark writes a file (with the schema) even for an empty unpartitioned table.
-    stored = {name: ix.read_table(spark, f"{part_dir}/output/{name}") for name in names}
-    run_all(parquet_writes(stored, cfg.output.path.rstrip("/"), cfg.output.mode))
+    if replaying is not None:
+        report = finished_report(spark, cfg.output.path)
+        if report is None or (report.get("index") or {}).get("batch") == replaying:
+            return
+    raise output_exists(cfg.output.path)
+
+
+def _copy_output(spark, part_dir: str, cfg: Config, replace: bool = False) -> None:
+    """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/),
+    published whole: the files copied, or (Spark Connect) the tables read and written again.
+    With `replace`, existing tables are replaced whatever the output mode says."""
+    names, root = ["clusters", "pairs"], cfg.output.path
+    mode = "overwrite" if replace else cfg.output.mode
+    remove_leftovers(spark, root)
+    with published(spark, root, names, mode) as stage:
+        if stage != root:
+            copy_tables(spark, f"{part_dir}/output", stage, names, "errorifexists")
+        else:
+            # Spark writes a file (with the schema) even for an empty unpartitioned table.
+            stored = {name: ix.read_table(spark, f"{part_dir}/output/{name}") for name in names}
+            run_all(parquet_writes(stored, root.rstrip("/"), mode))
 
 
 def _replay(spark, cfg: Config, idx: ix.Index, part: str, fingerprint: str, counts: dict, start: float) -> dict:
     """This batch was applied before: write the output that run wrote, change nothing."""
-    _copy_output(spark, idx.part_path(part), cfg)
+    _copy_output(spark, idx.part_path(part), cfg, replace=True)  # `_output_free` allowed it
     report = {
         "mode": "append",
         "replayed": True,
@@ -553,10 +578,10 @@ def _write(spark, cfg: Config, idx: ix.Index, fingerprint: str, found: dict, st:
         new_bands = found["banded"].join(table.select(C.NID, C.DOC_ID), C.NID).select(C.BUCKET, C.DOC_ID)
         ix.write_part(part_dir, table.select(*_doc_columns(cfg)), new_bands, assigned,
                       outputs={"clusters": clusters, "pairs": pairs}, parallel=True)
-        _kill_point("before_manifest")
+        kill_point("before_manifest")
         manifest = ix.next_manifest(idx.manifest, cfg, part, fingerprint, counts["new_documents"] - counts["replaced"])
         ix.commit(root, manifest, expected_version=version)
-        _kill_point("after_manifest")
+        kill_point("after_manifest")
         _copy_output(spark, part_dir, cfg)
     report = {
         "mode": "append",

@@ -34,9 +34,9 @@ from .params import advice, lsh_params
 from .read import check_documents, documents, drop_bookkeeping, internal_id, read_input, spread
 from .session import CACHE_LEVEL, is_local_master, master_of
 from .sketch import SimHashLayout, Stripping, containment_classes, keys_per_document, sketch
-from .storage import checkpoint_dir, probe_executor_writes, verify_written
+from .storage import checkpoint_dir, probe_executor_writes
 from .verify import verify
-from .write import check_paths, keeper_rows, write_report, write_tables, written_rows
+from .write import check_paths, keeper_rows, write_report, write_tables
 
 CLUSTER_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
 
@@ -393,12 +393,13 @@ def run(spark: SparkSession, cfg: Config) -> dict:
     except Exception:
         warming.join(timeout=60)  # see checked_documents
         raise
+    # The checkpoints stay until the tables are written: a cached frame evicted meanwhile
+    # is recomputed from them.
     with checkpoint_dir(spark, cfg, cfg.output.path):
         result = deduplicate(raw, cfg)
-    writing = _Stages(spark)
-    with writing.stage("write"):
-        write_tables(result, cfg)
-        verify_written(spark, cfg.output.path, written_rows(result))
+        writing = _Stages(spark)
+        with writing.stage("write"):
+            write_tables(spark, result, cfg.output.path, cfg.output.mode)
     result.report["stage_seconds"]["write"] = writing.seconds["write"]
     if cfg.output.plots:
         from .figures import write_run_plots

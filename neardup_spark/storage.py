@@ -17,6 +17,7 @@ with tables that hold only `_SUCCESS`. So:
 
 from __future__ import annotations
 
+import os
 import uuid
 from contextlib import contextmanager
 from typing import Iterator
@@ -28,7 +29,17 @@ from .config import Config
 from .errors import NeardupError
 from .parallel import run_all
 
+OWN_PREFIX = "_neardup"  # staging, probe and checkpoint directories under an output: ours, never user data
+PROBE_PREFIX = "_neardup_probe-"
+CHECKPOINT_PREFIX = "_neardup_checkpoints-"
 PROBE_TASKS = 64  # at most this many probe files: enough to reach every executor of a modest cluster
+
+
+def kill_point(name: str) -> None:
+    """Fault injection for the crash-safety tests: NEARDUP_KILL_AT=<name> ends the process
+    here, abruptly (no cleanup runs), as a killed job would."""
+    if os.environ.get("NEARDUP_KILL_AT") == name:
+        os._exit(137)
 
 
 class StorageError(NeardupError):
@@ -66,7 +77,7 @@ def probe_executor_writes(spark: SparkSession, root: str, what: str = "output") 
     if paths.hadoop(spark) is None:
         return
     tasks = max(1, min(PROBE_TASKS, spark.sparkContext.defaultParallelism))
-    probe = f"{root.rstrip('/')}/_neardup_probe-{uuid.uuid4().hex[:12]}"
+    probe = f"{root.rstrip('/')}/{PROBE_PREFIX}{uuid.uuid4().hex[:12]}"
     try:
         try:
             spark.range(0, tasks, 1, tasks).write.mode("errorifexists").parquet(probe)
@@ -126,7 +137,8 @@ def checkpoint_dir(spark: SparkSession, cfg: Config, output: str | None = None) 
             "checkpoint directory on storage every executor reaches: set cluster.checkpoint_dir, or call "
             "spark.sparkContext.setCheckpointDir(...)"
         )
-    temporary = f"{output.rstrip('/')}/_neardup_checkpoints-{uuid.uuid4().hex[:12]}"
+    remove_leftovers(spark, output, (CHECKPOINT_PREFIX,))
+    temporary = f"{output.rstrip('/')}/{CHECKPOINT_PREFIX}{uuid.uuid4().hex[:12]}"
     context.setCheckpointDir(temporary)
     try:
         yield
@@ -135,3 +147,66 @@ def checkpoint_dir(spark: SparkSession, cfg: Config, output: str | None = None) 
             _delete(spark, temporary)
         except Exception:  # noqa: BLE001 - leftover checkpoint files do not change the outputs
             pass
+
+
+STAGING_PREFIX = "_neardup_staging-"
+
+
+@contextmanager
+def published(spark: SparkSession, root: str, names: list[str], mode: str) -> Iterator[str]:
+    """Write tables whole or not at all: yields a staging root under `root` to write
+    root/name's replacements into; on normal exit each root/name is replaced by its staged
+    table with one directory rename (the old one is moved aside first and then removed),
+    so a reader finds the old table, the new one, or (between the two renames) none, but
+    never a half-written one. An error or a kill leaves the old tables as they were.
+
+    `mode` = "errorifexists" refuses an existing root/name. Without a JVM at hand (Spark
+    Connect) the tables are written in place."""
+    jvm = paths.hadoop(spark)
+    if jvm is None:
+        yield root
+        return
+    vm, conf = jvm
+    base = root.rstrip("/")
+    stage = f"{base}/{STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
+    hpath = vm.org.apache.hadoop.fs.Path
+    fs = hpath(base).getFileSystem(conf)
+    try:
+        yield stage
+        staged = [n for n in names if fs.exists(hpath(f"{stage}/{n}"))]
+        old = f"{stage}/_replaced"
+        for name in staged:
+            target = hpath(f"{base}/{name}")
+            if fs.exists(target):
+                if mode != "overwrite":
+                    raise NeardupError(f"output {base}/{name} already exists; pass --overwrite to replace it")
+                fs.mkdirs(hpath(old))
+                _rename(fs, target, hpath(f"{old}/{name}"))
+            _rename(fs, hpath(f"{stage}/{name}"), target)
+            kill_point("publishing")  # one table switched, the rest still staged
+    finally:
+        try:
+            fs.delete(hpath(stage), True)
+        except Exception:  # noqa: BLE001 - a leftover staging directory is removed by the next run
+            pass
+
+
+def _rename(fs, src, dst) -> None:
+    if not fs.rename(src, dst):
+        raise StorageError(f"could not move {src.toString()!r} to {dst.toString()!r}")
+
+
+def remove_leftovers(spark: SparkSession, root: str, prefixes: tuple[str, ...] = (STAGING_PREFIX, PROBE_PREFIX)) -> None:
+    """Remove what killed runs of ours left under root (staging and probe directories by
+    default), never anything else."""
+    jvm = paths.hadoop(spark)
+    if jvm is None:
+        return
+    vm, conf = jvm
+    hpath = vm.org.apache.hadoop.fs.Path(root)
+    fs = hpath.getFileSystem(conf)
+    if not fs.exists(hpath) or not fs.getFileStatus(hpath).isDirectory():
+        return
+    for status in fs.listStatus(hpath):
+        if str(status.getPath().getName()).startswith(prefixes):
+            fs.delete(status.getPath(), True)

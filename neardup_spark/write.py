@@ -21,6 +21,7 @@ from .errors import NeardupError
 from .paths import is_local_path, local_path
 from .parallel import run_all
 from .read import CORRUPT
+from .storage import OWN_PREFIX, published, remove_leftovers, verify_written
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pipeline import DedupResult
@@ -77,7 +78,7 @@ def check_output_free(cfg: Config, master: str = "", spark: SparkSession | None 
     if dst is None:
         return
     if cfg.output.mode == "errorifexists" and not may_exist and _holds_something(spark, dst):
-        raise _exists(out)
+        raise output_exists(out)
     if dst.scheme == "file":
         _check_creatable(out, Path(str(dst.path)))
     check_input_apart(cfg, dst, master, spark)
@@ -112,17 +113,44 @@ def _where(spark: SparkSession | None, path: str, master: str) -> paths.Location
     return None
 
 
+def output_holds_something(spark: SparkSession, out: str) -> bool:
+    """The output (through the session's filesystem) is a file or a directory with something
+    in it but what runs of ours leave behind."""
+    where = _where(spark, out, "local")
+    return where is not None and _holds_something(spark, where)
+
+
+def finished_report(spark: SparkSession, out: str) -> dict | None:
+    """The report a finished run left in `out` (where `write_report` puts it), or None."""
+    if is_local_path(out):
+        try:
+            with open(os.path.join(local_path(out), "report.json"), encoding="utf-8") as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return None
+    try:
+        line = spark.read.text(f"{out.rstrip('/')}/report").first()
+        return json.loads(line[0]) if line is not None else None
+    except Exception:  # noqa: BLE001 - no report yet
+        return None
+
+
 def _holds_something(spark: SparkSession | None, where: paths.Location) -> bool:
-    """A file, or a directory with anything in it."""
+    """A file, or a directory with anything in it but what runs of ours leave behind
+    (staging, probe and checkpoint directories)."""
     if where.scheme == "file":
         local = str(where.path)
-        return os.path.exists(local) and (not os.path.isdir(local) or bool(os.listdir(local)))
+        if not os.path.exists(local):
+            return False
+        return not os.path.isdir(local) or any(not n.startswith(OWN_PREFIX) for n in os.listdir(local))
     vm, conf = paths.hadoop(spark)
     hpath = vm.org.apache.hadoop.fs.Path(str(where))
     fs = hpath.getFileSystem(conf)
     if not fs.exists(hpath):
         return False
-    return not fs.getFileStatus(hpath).isDirectory() or len(fs.listStatus(hpath)) > 0
+    if not fs.getFileStatus(hpath).isDirectory():
+        return True
+    return any(not str(s.getPath().getName()).startswith(OWN_PREFIX) for s in fs.listStatus(hpath))
 
 
 def _check_creatable(out: str, target: Path) -> None:
@@ -141,7 +169,7 @@ def _check_creatable(out: str, target: Path) -> None:
 WRITTEN = ("clusters", "pairs", "deduplicated", "boilerplate", "report", "report.json")
 
 
-def _exists(out: str) -> NeardupError:
+def output_exists(out: str) -> NeardupError:
     return NeardupError(f"output {out!r} already exists; pass --overwrite (output.mode = 'overwrite') to replace it")
 
 
@@ -168,19 +196,29 @@ def copy_tables(spark: SparkSession, src_root: str, dst_root: str, names: list[s
         src_fs, dst_fs = src.getFileSystem(conf), dst.getFileSystem(conf)
         if dst_fs.exists(dst):
             if mode != "overwrite":
-                raise _exists(dst.toString())
+                raise output_exists(dst.toString())
             dst_fs.delete(dst, True)
         if not util.copy(src_fs, src, dst_fs, dst, False, conf):
             raise NeardupError(f"could not copy {src.toString()!r} to {dst.toString()!r}")
     return True
 
 
-def write_tables(result: "DedupResult", cfg: Config) -> None:
-    """Write the Parquet tables under cfg.output.path (boilerplate/ when stripping ran), by concurrent jobs."""
+def result_tables(result: "DedupResult") -> dict[str, DataFrame]:
+    """The output tables of a run: clusters, pairs, deduplicated (and boilerplate when stripping ran)."""
     tables = {"clusters": result.clusters, "pairs": result.pairs, "deduplicated": result.deduplicated}
     if result.boilerplate is not None:
         tables["boilerplate"] = result.boilerplate.coalesce(1)
-    run_all(parquet_writes(tables, cfg.output.path.rstrip("/"), cfg.output.mode))
+    return tables
+
+
+def write_tables(spark: SparkSession, result: "DedupResult", root: str, mode: str) -> None:
+    """The run's tables under root, published whole (see `storage.published`) after their
+    row counts are read back and checked."""
+    tables = result_tables(result)
+    remove_leftovers(spark, root)
+    with published(spark, root, list(tables), mode) as stage:
+        run_all(parquet_writes(tables, stage.rstrip("/"), "errorifexists" if stage != root else mode))
+        verify_written(spark, stage, written_rows(result))
 
 
 def written_rows(result: "DedupResult") -> dict[str, int]:

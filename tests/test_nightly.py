@@ -365,3 +365,47 @@ def test_a_replayed_half_and_a_new_half_list_each_document_once(spark, tmp_path)
     mine = out.set_index("doc_id")
     for col in ("cluster_id", "is_keeper", "keeper_id", "status"):
         assert (mine[col] == now[col].reindex(mine.index)).all(), col
+
+
+@pytest.mark.parametrize("stage", ["after_manifest", "publishing"])
+def test_a_batch_killed_after_its_commit_is_repaired_by_its_rerun(spark, batches, tmp_path, stage):
+    """The index says the batch landed: its re-run (no --overwrite) re-emits the output whole."""
+    work, rows, paths = batches
+    index, out = str(tmp_path / "index"), tmp_path / "out"
+    nightly.build(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    argv = ["run", "--input", paths[1], "--format", "jsonl", "--index", index, "--append", "--output", str(out),
+            "--quiet", *SPARK]
+    killed = _cli(argv, kill_at=stage)
+    assert killed.returncode == 137, killed.stderr[-2000:]
+    landed = open_index(index).manifest
+    assert not (out / "report.json").exists()
+    for table in ("clusters", "pairs"):  # a table is there whole, or not at all
+        if (out / table).exists():
+            pd.read_parquet(out / table)
+    again = _cli(argv)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert open_index(index).manifest == landed  # applied once
+    report = json.loads((out / "report.json").read_text())
+    assert report["replayed"]
+    clusters = pd.read_parquet(out / "clusters")
+    assert set(pd.read_json(paths[1], lines=True).id) <= set(clusters.doc_id) and clusters.doc_id.is_unique
+    assert not [p.name for p in out.iterdir() if p.name.startswith("_neardup")]
+    # A finished output of another batch is still refused without --overwrite.
+    other = _cli(["run", "--input", paths[2], "--format", "jsonl", "--index", index, "--append",
+                  "--output", str(out), "--quiet", *SPARK])
+    assert other.returncode == 2 and "already exists" in other.stderr
+
+
+def test_a_run_killed_while_publishing_leaves_whole_tables(tmp_path):
+    out = tmp_path / "out"
+    argv = ["run", "--input", str(cli.SAMPLE), "--format", "jsonl", "--output", str(out), "--quiet", *SPARK]
+    killed = _cli(argv, kill_at="publishing")
+    assert killed.returncode == 137, killed.stderr[-2000:]
+    published = [t for t in ("clusters", "pairs", "deduplicated") if (out / t).exists()]
+    assert published and len(published) < 3
+    for table in published:
+        pd.read_parquet(out / table)
+    again = _cli([*argv, "--overwrite"])
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert len(pd.read_parquet(out / "clusters")) == 1000
+    assert not [p.name for p in out.iterdir() if p.name.startswith("_neardup")]
