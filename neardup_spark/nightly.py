@@ -306,9 +306,12 @@ def _remove(spark, cfg: Config, idx: ix.Index, changed: DataFrame, st: _Stages, 
     stored = idx.pairs(spark)
     if stored is None:  # pragma: no cover - every part of this format stores its pairs
         raise ix.IndexError_("this index stores no pairs to re-cluster from; rebuild it to replace documents")
+    copies, heirs = _copies_and_heirs(spark, idx, rest, changed)
+    stored = _inherit(_inherit(stored, heirs, C.DOC_A), heirs, C.DOC_B)
     ida = rest.select(F.col(C.DOC_ID).alias(C.DOC_A), F.col(C.NID).alias("_na"))
     idb = rest.select(F.col(C.DOC_ID).alias(C.DOC_B), F.col(C.NID).alias("_nb"))
     edges = stored.join(ida, C.DOC_A).join(idb, C.DOC_B).select(F.col("_na").alias(C.DOC_A), F.col("_nb").alias(C.DOC_B))
+    edges = edges.where(F.col(C.DOC_A) != F.col(C.DOC_B)).unionByName(copies)
     comps = connected_components(edges, cfg).select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias("_comp"))
     grouped = rest.join(comps, C.NID, "left").withColumn("_comp", F.coalesce("_comp", C.NID))
     view = grouped.select(C.DOC_ID, "_comp", F.col(C.CLUSTER_ID).alias("_old_cluster"),
@@ -335,6 +338,30 @@ def _remove(spark, cfg: Config, idx: ix.Index, changed: DataFrame, st: _Stages, 
     part = ix.new_part_name(idx.manifest["version"] + 1)
     ix.write_part(f"{idx.path}/parts/{part}", None, None, changes, removed=changed)
     return idx.with_part(part), changes
+
+
+def _copies_and_heirs(spark, idx: ix.Index, rest: DataFrame, changed: DataFrame):
+    """(exact edges among the remaining members, heirs(_gone, _heir)).
+
+    The stored pairs name each text by one representative: its exact copies hang off it by
+    exact pairs only. When a replaced document was that representative, its copies keep
+    each other (a star to the smallest remaining id of the text) and its verified pairs
+    pass to that copy, which has the same text and so the same Jaccard: as a full run
+    over the final texts would find them."""
+    docs = idx.docs(spark).where(~F.col(C.IS_EMPTY)).select(C.DOC_ID, C.EXACT_HASH)
+    hashed = _cut(rest.select(C.DOC_ID, C.NID).join(docs, C.DOC_ID))
+    first = hashed.groupBy(C.EXACT_HASH).agg(F.min(F.struct(C.DOC_ID, C.NID)).alias("_first"))
+    copies = hashed.join(first, C.EXACT_HASH).where(F.col(C.DOC_ID) != F.col(f"_first.{C.DOC_ID}")).select(
+        F.col(f"_first.{C.NID}").alias(C.DOC_A), F.col(C.NID).alias(C.DOC_B))
+    heirs = changed.select(C.DOC_ID).join(docs, C.DOC_ID).join(first, C.EXACT_HASH).select(
+        F.col(C.DOC_ID).alias("_gone"), F.col(f"_first.{C.DOC_ID}").alias("_heir"))
+    return copies, heirs
+
+
+def _inherit(pairs: DataFrame, heirs: DataFrame, end: str) -> DataFrame:
+    """pairs with `end` renamed to its heir where that end is a replaced document with one."""
+    joined = pairs.join(F.broadcast(heirs), F.col(end) == F.col("_gone"), "left")
+    return joined.withColumn(end, F.coalesce(F.col("_heir"), F.col(end))).drop("_gone", "_heir")
 
 
 def _changed_only(decided: DataFrame, before: DataFrame) -> DataFrame:

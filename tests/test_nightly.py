@@ -409,3 +409,34 @@ def test_a_run_killed_while_publishing_leaves_whole_tables(tmp_path):
     assert again.returncode == 0, again.stderr[-2000:]
     assert len(pd.read_parquet(out / "clusters")) == 1000
     assert not [p.name for p in out.iterdir() if p.name.startswith("_neardup")]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_replacing_random_documents_equals_a_full_run(spark, batches, tmp_path, seed):
+    """Replaced documents drawn at random, half of them with exact copies in the archive: the
+    index afterwards clusters (keepers and statuses too) as one full run over the final texts."""
+    work, rows, paths = batches
+    archive = pd.read_json(paths[0], lines=True)
+    canon = oracles.exact_groups(archive.to_dict("records"))
+    sizes = pd.Series(canon).value_counts()
+    with_copies = [i for i, c in canon.items() if c is not None and sizes[c] > 1]
+    rng = np.random.default_rng(seed)
+    picked = set(rng.choice(with_copies, 4, replace=False)) | set(rng.choice(archive.id, 4, replace=False))
+    donors = rng.choice(archive.id[~archive.id.isin(picked)], len(picked), replace=False)
+    text_of = archive.set_index("id").text
+    new_text = {int(i): f"{text_of[d]} follow-up {n}" for n, (i, d) in enumerate(zip(sorted(picked), donors))}
+    index = str(tmp_path / "index")
+    nightly.build(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    batch = archive[archive.id.isin(picked)].assign(text=lambda f: f.id.map(new_text))
+    batch.to_json(tmp_path / "replace.jsonl", orient="records", lines=True, date_format="iso")
+    run(spark, _cfg(**{"input.path": str(tmp_path / "replace.jsonl"), "index.path": index, "index.append": True,
+                       "index.replace": True, "output.path": str(tmp_path / "out")}))
+    nightly.export(spark, index, str(tmp_path / "after"))
+    edited = archive.assign(text=[new_text.get(i, t) for i, t in zip(archive.id, archive.text)])
+    edited.to_json(tmp_path / "edited.jsonl", orient="records", lines=True, date_format="iso")
+    run(spark, _cfg(**{"input.path": str(tmp_path / "edited.jsonl"), "output.path": str(tmp_path / "full")}))
+    after = pd.read_parquet(tmp_path / "after" / "clusters")
+    full = pd.read_parquet(tmp_path / "full" / "clusters")
+    assert _partition(after) == _partition(full)
+    merged = after.merge(full, on="doc_id", suffixes=("_inc", "_full"))
+    assert (merged.keeper_id_inc == merged.keeper_id_full).all() and (merged.status_inc == merged.status_full).all()
