@@ -40,6 +40,9 @@ def read_input(spark: SparkSession, cfg: Config) -> DataFrame:
             return reader.format("delta").load(src.path)
         return reader.parquet(src.path)
     except Exception as exc:  # Spark raises several types for a bad path or format
+        if "UNABLE_TO_INFER_SCHEMA" in str(exc):
+            raise InputError(f"cannot read {src.format} input {src.path!r}: it holds no {src.format} data files "
+                             "(an empty directory, or only files whose names start with _ or .)") from None
         raise InputError(f"cannot read {src.format} input {src.path!r}: {one_line(exc)}") from None
 
 
@@ -175,7 +178,11 @@ def _refuse_bad_rows(docs: DataFrame, row, has_corrupt: bool) -> None:
     if row["dup_ids"]:
         dups = docs.groupBy(C.DOC_ID).count().where(F.col("count") > 1).limit(3).collect()
         shown = ", ".join(f"{r[C.DOC_ID]!r} (x{r['count']})" for r in dups)
-        raise InputError(f"duplicate document ids, e.g. {shown}; ids must be unique")
+        mixed = ""
+        if isinstance(docs.schema[C.DOC_ID].dataType, T.StringType):
+            mixed = ("; JSON ids that are numbers on some lines and strings on others are all read as strings, "
+                     'so 683 and "683" are one id')
+        raise InputError(f"duplicate document ids, e.g. {shown}; ids must be unique{mixed}")
 
 
 def spread(docs: DataFrame, cfg: Config) -> DataFrame:

@@ -115,6 +115,7 @@ def owned_session(spark_cfg: SparkConfig, input_bytes: int | None = None) -> Ite
     options = [archive.java_options] if archive else []
     if existing is None:
         options.append(jit_options(spark_cfg, input_bytes))
+        options.append(log_options(spark_cfg))
     spark = build_session(spark_cfg, java_options=" ".join(o for o in options if o))
     interrupted = False
     try:
@@ -203,6 +204,49 @@ def local_input_bytes(path: str) -> int | None:
     return total
 
 
+# --- Spark's log, out of the terminal ------------------------------------------
+#
+# A local JVM that the command starts logs to a file (data/log4j2.properties), not to
+# the terminal: a failed task's ~100 lines of stack trace stay in the log, and the user
+# reads the one-line error. Logs are kept under the cache directory, the newest LOGS_KEPT.
+
+LOGS_KEPT = 20
+_LOG_CONFIG = Path(__file__).parent / "data" / "log4j2.properties"
+
+
+def log_options(spark_cfg: SparkConfig) -> str:
+    """Driver JVM options that send Spark's log to a file (local JVMs we start, unless the
+    user's own settings configure log4j)."""
+    if not planned_master(spark_cfg).startswith("local") or under_spark_submit() or not _LOG_CONFIG.exists():
+        return ""
+    if any("log4j" in str(v) for v in spark_cfg.conf.values()) or _defaults_set_java_options():
+        return ""
+    folder = log_dir()
+    if folder is None:
+        return ""
+    path = folder / f"spark-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    return f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()} -Dneardup.spark.log={path}"
+
+
+def log_dir() -> Path | None:
+    """Where Spark's logs of local runs go ($NEARDUP_LOG_DIR, else logs/ in the cache
+    directory), with older logs pruned; None when it cannot be written."""
+    home = os.environ.get("NEARDUP_LOG_DIR") or str(_cache_home() / "logs")
+    folder = Path(home)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        old = sorted(folder.glob("spark-*.log"), key=lambda p: p.stat().st_mtime)
+        for stale in old[: max(0, len(old) - LOGS_KEPT + 1)]:
+            stale.unlink(missing_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
+
+
+def _cache_home() -> Path:
+    return Path(os.environ.get("NEARDUP_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "neardup-spark")
+
+
 # --- Class-data sharing for the driver JVM -----------------------------------
 #
 # A local run starts a fresh JVM, which loads and verifies ~15,000 Spark
@@ -264,7 +308,7 @@ def class_archive(spark_cfg: SparkConfig) -> ClassArchive | None:
     java = _java_release()
     if java is None:
         return None
-    home = Path(os.environ.get("NEARDUP_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "neardup-spark")
+    home = _cache_home()
     try:
         home.mkdir(parents=True, exist_ok=True)
     except OSError:
