@@ -38,12 +38,10 @@ Per document, at P=128, b=42 (threshold 0.3): ~1.3 kB of shingle set for a
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 import uuid
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -54,7 +52,7 @@ from .config import Config, to_dict
 from .errors import NeardupError
 from .parallel import run_all
 from .params import lsh_params
-from .paths import is_local_path, local_path
+from .filestore import LocalStore, Store, store_for
 from .write import parquet_writes
 
 FORMAT = 2  # 2: committed by create-if-absent in manifests/; 1 (same tables) still opens
@@ -65,7 +63,6 @@ _VERSION_FILE = re.compile(r"^v(\d{5,})\.json$")
 TEXT_DIGEST = "text_digest"
 PART = "_part"  # the part's position in the manifest, for "newest assignment wins"
 BUCKET_RANGE = "bucket_range"
-SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"
 ASSIGN_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
 # The configuration sections whose values decide pairs, clusters and keepers.
 PARAM_SECTIONS = ("normalise", "boilerplate", "shingle", "minhash", "match", "simhash", "lsh", "verify", "keeper")
@@ -112,10 +109,14 @@ def check_params(manifest: dict, cfg: Config) -> None:
 
 @dataclass(frozen=True)
 class Index:
-    """An index directory and its current manifest."""
+    """An index directory (its Store) and its current manifest."""
 
-    path: str
+    store: Store = field(compare=False, repr=False)
     manifest: dict
+
+    @property
+    def path(self) -> str:
+        return self.store.uri
 
     @property
     def parts(self) -> list[str]:
@@ -126,7 +127,7 @@ class Index:
 
     def _union(self, spark: SparkSession, table: str) -> DataFrame | None:
         """The table's rows from every part that has it, with the part's position in PART."""
-        read = [(i, read_table(spark, f"{self.part_path(p)}/{table}")) for i, p in enumerate(self.parts)]
+        read = [(i, read_table(spark, self.store, f"parts/{p}/{table}")) for i, p in enumerate(self.parts)]
         frames = [df.withColumn(PART, F.lit(i)) for i, df in read if df is not None]
         if not frames:
             return None
@@ -175,7 +176,7 @@ class Index:
 
     def with_part(self, part: str) -> "Index":
         """This index as if `part` (written, not yet committed) were its newest part."""
-        return Index(self.path, {**self.manifest, "parts": [*self.parts, part]})
+        return Index(self.store, {**self.manifest, "parts": [*self.parts, part]})
 
     def assignments(self, spark: SparkSession) -> DataFrame:
         """The current assignment of every archived document (the newest part's row wins)."""
@@ -198,96 +199,71 @@ class Index:
         return self.assignments_of(spark, once).join(wanted, C.CLUSTER_ID, "left_semi")
 
     def boilerplate_keys(self, spark: SparkSession) -> frozenset[int] | None:
-        path = f"{self.part_path(self.parts[0])}/boilerplate"
-        if not os.path.isdir(local_path(path)):
+        rel = f"parts/{self.parts[0]}/boilerplate"
+        if not self.store.exists(rel):
             return None
-        keys = read_table(spark, path)
+        keys = read_table(spark, self.store, rel)
         return frozenset() if keys is None else frozenset(int(r[0]) for r in keys.collect())
 
     def batch_part(self, fingerprint: str) -> str | None:
         return self.manifest.get("batches", {}).get(fingerprint)
 
 
-def read_table(spark: SparkSession, path: str) -> DataFrame | None:
-    """The Parquet table Spark wrote at `path` (a local directory), or None when it has no
-    data files (an empty partitioned write leaves only _SUCCESS: it holds no rows).
+def read_table(spark: SparkSession, store: Store, rel: str) -> DataFrame | None:
+    """The Parquet table Spark wrote at store/rel, or None when it has no data files (an
+    empty partitioned write leaves only _SUCCESS: it holds no rows).
 
     The schema comes from the Spark schema that every file Spark writes carries in its
     footer, read here on the driver: `spark.read.parquet` would run a Spark job per table
     and part to infer it, the largest share of a nightly batch's small jobs."""
-    first = _first_data_file(path)
-    if first is None:
+    row = store.spark_schema(rel)
+    if row is None:
         return None
-    import pyarrow.parquet as pq
+    path = f"{store.uri}/{rel}"
+    if not row:  # not written by Spark: let Spark infer the schema
+        return spark.read.parquet(path)
     from pyspark.sql.types import StructType
 
-    meta = pq.read_schema(first).metadata or {}
-    row = meta.get(SPARK_ROW_METADATA)
-    if row is None:  # not written by Spark: let Spark infer the schema
-        return spark.read.parquet(path)
     return spark.read.schema(StructType.fromJson(json.loads(row))).parquet(path)
 
 
-def _first_data_file(path: str) -> str | None:
-    """A Parquet data file under path, partition directories included (names starting
-    with _ or . are Spark's and Hadoop's bookkeeping)."""
-    root = local_path(path)
-    for top, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
-        for name in sorted(files):
-            if not name.startswith(("_", ".")) and name.endswith(".parquet"):
-                return os.path.join(top, name)
-    return None
+def open_index(path: str, spark: SparkSession | None = None) -> Index:
+    """The index at `path` (any filesystem the session reaches; local without one) as its
+    newest committed version describes it."""
+    return open_index_store(store_for(spark, path), path)
 
 
-def _require_local(path: str) -> str:
-    if not is_local_path(path):
-        raise IndexError_(
-            f"the index must be a local or mounted directory (its manifest is switched by an atomic rename); "
-            f"got {path!r}"
-        )
-    return local_path(path).rstrip("/")
-
-
-def open_index(path: str) -> Index:
-    """The index at `path` as its newest committed version describes it."""
-    root = _require_local(path)
-    manifest = _newest(root)
+def open_index_store(store: Store, path: str | None = None) -> Index:
+    """`open_index` of a Store."""
+    path = path or store.uri
+    manifest = _newest(store)
     if manifest is None:
         raise IndexError_(f"no index at {path!r} (no {VERSIONS}/ or {MANIFEST}); build one with `neardup index build`")
     if manifest.get("format") not in READABLE_FORMATS:
         raise IndexError_(f"index {path!r} has format {manifest.get('format')!r}; this version reads "
                           f"{', '.join(map(str, READABLE_FORMATS))}")
-    return Index(root, manifest)
+    return Index(store, manifest)
 
 
-def _newest(root: str) -> dict | None:
+def _newest(store: Store) -> dict | None:
     """The newest committed manifest: the highest version in manifests/ (every entry there is
-    whole: it was linked into place complete), else a lone manifest.json."""
-    try:
-        names = os.listdir(os.path.join(root, VERSIONS))
-    except FileNotFoundError:
-        names = []
-    versions = sorted((int(m.group(1)), n) for n in names if (m := _VERSION_FILE.match(n)))
+    whole: it was put there complete in one step), else a lone manifest.json (format 1)."""
+    versions = sorted((int(m.group(1)), n) for n in store.list(VERSIONS) if (m := _VERSION_FILE.match(n)))
     if versions:
-        entry = os.path.join(root, VERSIONS, versions[-1][1])
+        rel = f"{VERSIONS}/{versions[-1][1]}"
         try:
-            with open(entry, encoding="utf-8") as fh:
-                return json.load(fh)
+            return json.loads(store.read_text(rel) or "")
         except json.JSONDecodeError:
             raise IndexError_(
-                f"{entry!r} is torn (a release before format 2 was killed while writing it): remove that file; "
-                "the version before it is intact"
+                f"{store.uri}/{rel} is torn (a release before format 2 was killed while writing it): remove that "
+                "file; the version before it is intact"
             ) from None
-    try:
-        with open(os.path.join(root, MANIFEST), encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        return None
+    text = store.read_text(MANIFEST)
+    return None if text is None else json.loads(text)
 
 
-def current_version(root: str) -> int:
-    manifest = _newest(root)
+def current_version(store: Store) -> int:
+    manifest = _newest(store)
     return 0 if manifest is None else int(manifest["version"])
 
 
@@ -324,30 +300,22 @@ class ConcurrentCommitError(IndexError_):
     """Another run committed the version this one meant to; this run changed nothing."""
 
 
-def commit(root: str, manifest: dict, expected_version: int) -> None:
+def commit(store: Store | str, manifest: dict, expected_version: int) -> None:
     """Make `manifest` (version expected_version + 1) the newest version, or raise
     ConcurrentCommitError and change nothing when another run got there first.
 
-    The version file is written whole under a temporary name and hard-linked to its
-    final name: link(2) fails when the name exists, atomically, so of any number of
-    concurrent committers of one version exactly one succeeds, and no reader ever sees
+    The version file is put in one create-if-absent step (see `filestore`): of any number
+    of concurrent committers of one version exactly one succeeds, and no reader ever sees
     a partial file. manifest.json is refreshed afterwards as a copy."""
+    store = LocalStore(store) if isinstance(store, str) else store
     version = int(manifest["version"])
-    current = current_version(root)
+    current = current_version(store)
     if current != expected_version or version != expected_version + 1:
         raise _moved(expected_version, current)
-    folder = os.path.join(root, VERSIONS)
-    os.makedirs(folder, exist_ok=True)
     text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-    tmp = _write_synced(folder, text)
-    try:
-        os.link(tmp, os.path.join(folder, f"v{version:05d}.json"))
-    except FileExistsError:
-        raise _moved(expected_version, current_version(root)) from None
-    finally:
-        os.unlink(tmp)
-    _fsync_dir(folder)
-    _refresh_copy(root, text, version)
+    if not store.put_if_absent(f"{VERSIONS}/v{version:05d}.json", text):
+        raise _moved(expected_version, current_version(store))
+    _refresh_copy(store, text, version)
 
 
 def _moved(expected: int, current: int) -> ConcurrentCommitError:
@@ -357,38 +325,14 @@ def _moved(expected: int, current: int) -> ConcurrentCommitError:
     )
 
 
-def _write_synced(folder: str, text: str) -> str:
-    tmp = os.path.join(folder, f".tmp-{uuid.uuid4().hex}")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    return tmp
-
-
-def _fsync_dir(folder: str) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover - some mounts refuse it; the link itself is done
-        pass
-    finally:
-        os.close(fd)
-
-
-def _refresh_copy(root: str, text: str, version: int) -> None:
+def _refresh_copy(store: Store, text: str, version: int) -> None:
     """manifest.json := the newest version, unless a later commit refreshed it already."""
     try:
-        with open(os.path.join(root, MANIFEST), encoding="utf-8") as fh:
-            if int(json.load(fh).get("version", 0)) >= version:
-                return
-    except (FileNotFoundError, ValueError):
+        if int(json.loads(store.read_text(MANIFEST) or "{}").get("version", 0)) >= version:
+            return
+    except ValueError:
         pass
-    tmp = _write_synced(root, text)
-    os.replace(tmp, os.path.join(root, MANIFEST))
+    store.put(MANIFEST, text)
 
 
 def next_manifest(previous: dict | None, cfg: Config, part: str, fingerprint: str, documents: int) -> dict:
@@ -415,11 +359,11 @@ def batch_fingerprint(docs: DataFrame) -> str:
     return f"{row['n']}:{row['s']}:{row['t']}"
 
 
-def ensure_new(path: str) -> str:
-    """The local root of an index about to be built; refuse to build over one."""
-    root = _require_local(path)
-    if _newest(root) is not None:
+def ensure_new(path: str, spark: SparkSession | None = None) -> Store:
+    """The Store of an index about to be built; refuse to build over one."""
+    store = store_for(spark, path)
+    if _newest(store) is not None:
         raise IndexError_(f"an index already exists at {path!r}; append batches with `neardup run --index ... "
                           "--append`, or remove it to rebuild")
-    Path(root, "parts").mkdir(parents=True, exist_ok=True)
-    return root
+    store.mkdirs("parts")
+    return store

@@ -117,16 +117,16 @@ def build(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
     """
     if cfg.match.mode != "jaccard":
         raise ix.IndexError_("the archive index supports match.mode = 'jaccard' only")
-    root = ix.ensure_new(cfg.index.path)
+    store = ix.ensure_new(cfg.index.path, spark)
     _probe(spark, cfg.index.path, output)
     start = time.perf_counter()
     raw = read_input(spark, cfg)
     with checkpoint_dir(spark, cfg, output or cfg.index.path):
         result = deduplicate(raw, cfg, digest=True)
-        return _write_build(spark, cfg, root, output, result, start)
+        return _write_build(spark, cfg, store, output, result, start)
 
 
-def _write_build(spark: SparkSession, cfg: Config, root: str, output: str | None, result, start: float) -> dict:
+def _write_build(spark: SparkSession, cfg: Config, store, output: str | None, result, start: float) -> dict:
     try:
         table = result.sketched
         banded = table.where(~F.col(C.IS_EMPTY)).join(result.copies.select(C.NID), C.NID, "left_anti")
@@ -137,14 +137,14 @@ def _write_build(spark: SparkSession, cfg: Config, root: str, output: str | None
             keys = None
             if result.boilerplate is not None:
                 keys = result.boilerplate.select(F.col("line_key"))
-            ix.write_part(f"{root}/parts/{part}", table.select(*_doc_columns(cfg)), bands, result.clusters,
+            ix.write_part(f"{store.uri}/parts/{part}", table.select(*_doc_columns(cfg)), bands, result.clusters,
                           outputs={"pairs": result.pairs}, boilerplate=keys)
             if output:
                 write_tables(spark, result, output, cfg.output.mode)
             manifest = ix.next_manifest(None, cfg, part, "build", result.report["counts"]["documents"])
             manifest["batches"] = {}
             kill_point("before_manifest")
-            ix.commit(root, manifest, expected_version=0)
+            ix.commit(store, manifest, expected_version=0)
         report = result.report
         report["stage_seconds"].update(stages.seconds)
         report["index"] = {"path": cfg.index.path, "version": manifest["version"], "part": part}
@@ -158,7 +158,7 @@ def _write_build(spark: SparkSession, cfg: Config, root: str, output: str | None
 
 def export(spark: SparkSession, index_path: str, output: str, mode: str = "errorifexists") -> int:
     """The index's current assignment of every archived document -> output/clusters/; returns the count."""
-    idx = ix.open_index(index_path)
+    idx = ix.open_index(index_path, spark)
     clusters = idx.assignments(spark).select(*CLUSTER_COLUMNS)
     remove_leftovers(spark, output)
     with published(spark, output, ["clusters"], mode) as stage:
@@ -175,7 +175,7 @@ def append(spark: SparkSession, cfg: Config) -> dict:
     require_io_paths(cfg)
     check_paths(cfg, master_of(spark), spark, may_exist=True)  # an existing output: see `_output_free`
     start = time.perf_counter()
-    idx = ix.open_index(cfg.index.path)
+    idx = ix.open_index(cfg.index.path, spark)
     ix.check_params(idx.manifest, cfg)
     _probe(spark, cfg.index.path, cfg.output.path)
     with checkpoint_dir(spark, cfg, cfg.output.path):
@@ -234,7 +234,7 @@ def _output_free(spark, cfg: Config, replaying: str | None) -> None:
     raise output_exists(cfg.output.path)
 
 
-def _copy_output(spark, part_dir: str, cfg: Config, replace: bool = False) -> None:
+def _copy_output(spark, idx: ix.Index, part: str, cfg: Config, replace: bool = False) -> None:
     """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/),
     published whole: the files copied, or (Spark Connect) the tables read and written again.
     With `replace`, existing tables are replaced whatever the output mode says."""
@@ -243,16 +243,16 @@ def _copy_output(spark, part_dir: str, cfg: Config, replace: bool = False) -> No
     remove_leftovers(spark, root)
     with published(spark, root, names, mode) as stage:
         if stage != root:
-            copy_tables(spark, f"{part_dir}/output", stage, names, "errorifexists")
+            copy_tables(spark, f"{idx.part_path(part)}/output", stage, names, "errorifexists")
         else:
             # Spark writes a file (with the schema) even for an empty unpartitioned table.
-            stored = {name: ix.read_table(spark, f"{part_dir}/output/{name}") for name in names}
+            stored = {name: ix.read_table(spark, idx.store, f"parts/{part}/output/{name}") for name in names}
             run_all(parquet_writes(stored, root.rstrip("/"), mode))
 
 
 def _replay(spark, cfg: Config, idx: ix.Index, part: str, fingerprint: str, counts: dict, start: float) -> dict:
     """This batch was applied before: write the output that run wrote, change nothing."""
-    _copy_output(spark, idx.part_path(part), cfg, replace=True)  # `_output_free` allowed it
+    _copy_output(spark, idx, part, cfg, replace=True)  # `_output_free` allowed it
     report = {
         "mode": "append",
         "replayed": True,
@@ -598,18 +598,18 @@ def _write(spark, cfg: Config, idx: ix.Index, fingerprint: str, found: dict, st:
     pairs = with_doc_ids(found["edges"], ids).select(*PAIR_COLUMNS)
     clusters = _batch_clusters(spark, idx, assigned, found, counts["already_indexed"] > 0)
 
-    root, version = idx.path, idx.manifest["version"]
+    version = idx.manifest["version"]
     part = ix.new_part_name(version + 1)
-    part_dir = f"{root}/parts/{part}"
+    part_dir = idx.part_path(part)
     with st.stage("write"):
         new_bands = found["banded"].join(table.select(C.NID, C.DOC_ID), C.NID).select(C.BUCKET, C.DOC_ID)
         ix.write_part(part_dir, table.select(*_doc_columns(cfg)), new_bands, assigned,
                       outputs={"clusters": clusters, "pairs": pairs}, parallel=True)
         kill_point("before_manifest")
         manifest = ix.next_manifest(idx.manifest, cfg, part, fingerprint, counts["new_documents"] - counts["replaced"])
-        ix.commit(root, manifest, expected_version=version)
+        ix.commit(idx.store, manifest, expected_version=version)
         kill_point("after_manifest")
-        _copy_output(spark, part_dir, cfg)
+        _copy_output(spark, idx, part, cfg)
     report = {
         "mode": "append",
         "replayed": False,

@@ -1,0 +1,103 @@
+"""The index's commit step through the Hadoop FileSystem (a file:// URI takes the code path of
+hdfs:// and s3a://): committers in separate JVM processes, and a nightly sequence end to end."""
+
+import multiprocessing as mp
+
+import pandas as pd
+import pytest
+
+from neardup_spark import Config, cli, nightly
+from neardup_spark import index as ix
+from neardup_spark.filestore import HadoopStore, LocalStore, store_for
+from neardup_spark.pipeline import run
+
+ROUNDS = 150
+COMMITTERS = 3
+
+
+def _manifest(version: int, parts: list[str]) -> dict:
+    return {"format": ix.FORMAT, "version": version, "parts": parts, "batches": {}, "documents": len(parts),
+            "params": {}}
+
+
+def _hadoop_store(uri: str) -> HadoopStore:
+    from pyspark.java_gateway import launch_gateway
+
+    jvm = launch_gateway().jvm
+    return HadoopStore(jvm, jvm.org.apache.hadoop.conf.Configuration(), uri)
+
+
+def _committer(uri: str, me: int, rounds: int, barrier, results) -> None:
+    store = _hadoop_store(uri)
+    barrier.wait()  # every JVM is up
+    won = []
+    for _ in range(rounds):
+        barrier.wait()
+        seen = ix.open_index_store(store).manifest
+        barrier.wait()
+        version = seen["version"]
+        part = f"part-v{version + 1}-by{me}"
+        try:
+            ix.commit(store, _manifest(version + 1, [*seen["parts"], part]), expected_version=version)
+            won.append(part)
+        except ix.ConcurrentCommitError:
+            pass
+    results.put((me, won))
+
+
+def test_concurrent_committers_through_hadoop_in_separate_processes(tmp_path):
+    uri = f"file://{tmp_path}/index"
+    ix.commit(_hadoop_store(uri), _manifest(1, ["part-v1"]), expected_version=0)
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(COMMITTERS), ctx.Queue()
+    procs = [ctx.Process(target=_committer, args=(uri, i, ROUNDS, barrier, results)) for i in range(COMMITTERS)]
+    for p in procs:
+        p.start()
+    won = dict(results.get(timeout=600) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    landed = sorted(part for parts in won.values() for part in parts)
+    final = ix.open_index(str(tmp_path / "index")).manifest  # the local reader sees the same versions
+    assert final["version"] == ROUNDS + 1 and len(landed) == ROUNDS and sorted(final["parts"][1:]) == landed
+
+
+def test_stores_read_and_write_the_same_layout(spark, tmp_path):
+    hadoop = store_for(spark, f"file://{tmp_path}")
+    local = store_for(spark, str(tmp_path))
+    assert isinstance(hadoop, HadoopStore) and isinstance(local, LocalStore)
+    assert hadoop.put_if_absent("manifests/v00001.json", "{\"a\": 1}\n")
+    assert not hadoop.put_if_absent("manifests/v00001.json", "{\"a\": 2}\n")
+    assert local.read_text("manifests/v00001.json") == "{\"a\": 1}\n"
+    assert not local.put_if_absent("manifests/v00001.json", "x")
+    hadoop.put("manifest.json", "one")
+    hadoop.put("manifest.json", "two")
+    assert local.read_text("manifest.json") == "two" and hadoop.read_text("missing") is None
+    assert hadoop.list("manifests") == local.list("manifests") == ["v00001.json"]
+    spark.range(3).write.parquet(str(tmp_path / "t"))
+    assert hadoop.spark_schema("t") == local.spark_schema("t") and "\"id\"" in hadoop.spark_schema("t")
+    assert hadoop.spark_schema("nothing") is None and not hadoop.has_data("manifests")
+
+
+def test_a_nightly_sequence_with_the_index_at_a_uri(spark, tmp_path):
+    """Build, two appends and an export with the index at file://...: the Hadoop code path."""
+    rows = pd.read_json(cli.SAMPLE, lines=True)
+    paths = []
+    for k in range(3):
+        path = tmp_path / f"b{k}.jsonl"
+        rows.iloc[k::3].to_json(path, orient="records", lines=True, date_format="iso")
+        paths.append(str(path))
+    uri = f"file://{tmp_path}/index"
+    cfg = Config().with_overrides({"input.format": "jsonl", "output.mode": "overwrite"})
+    nightly.build(spark, cfg.with_overrides({"input.path": paths[0], "index.path": uri}))
+    assert isinstance(ix.open_index(uri, spark).store, HadoopStore)
+    for k in (1, 2):
+        run(spark, cfg.with_overrides({"input.path": paths[k], "index.path": uri, "index.append": True,
+                                       "output.path": str(tmp_path / f"o{k}")}))
+    nightly.export(spark, uri, str(tmp_path / "export"))
+    run(spark, cfg.with_overrides({"input.path": str(cli.SAMPLE), "output.path": str(tmp_path / "full")}))
+    exported = pd.read_parquet(tmp_path / "export" / "clusters")
+    full = pd.read_parquet(tmp_path / "full" / "clusters")
+    part = lambda f: sorted(sorted(ids) for ids in f.groupby("cluster_id").doc_id.apply(list))  # noqa: E731
+    assert sorted(exported.doc_id) == sorted(rows.id) and part(exported) == part(full)
+    assert ix.open_index(str(tmp_path / "index")).manifest["version"] == 3
