@@ -190,14 +190,38 @@ def _star_contraction(edges: DataFrame, cfg: Config, stats: dict) -> DataFrame:
     return edges.select(F.explode(labels).alias("l")).select("l.*").distinct()
 
 
+def check_backend(spark, cfg: Config) -> None:
+    """Before any work: the backend asked for can run here. GraphFrames needs its Python
+    package and its JVM classes (a classic session: Spark Connect has no JVM at hand); a
+    run that asked for it never falls back silently."""
+    if cfg.cluster.backend != "graphframes":
+        return
+    try:
+        import graphframes  # noqa: F401
+    except ImportError:
+        raise BackendError(_GRAPHFRAMES_NEEDS) from None
+    try:
+        jvm = spark.sparkContext._jvm
+    except Exception:  # Spark Connect
+        raise BackendError("cluster.backend = 'graphframes' needs a classic Spark session (its JVM classes); "
+                           "under Spark Connect use cluster.backend = 'dataframe'") from None
+    from py4j.java_gateway import JavaClass
+
+    if not isinstance(jvm.org.graphframes.GraphFrame, JavaClass):
+        raise BackendError(_GRAPHFRAMES_NEEDS)
+
+
+_GRAPHFRAMES_NEEDS = (
+    "cluster.backend = 'graphframes' needs the graphframes Python package and its JVM jar "
+    "(e.g. --jars graphframes-0.8.2-spark3.1-s_2.12.jar); use cluster.backend = 'dataframe' otherwise"
+)
+
+
 def _graphframes(pairs: DataFrame, cfg: Config) -> DataFrame:
     try:
         from graphframes import GraphFrame
     except ImportError:
-        raise BackendError(
-            "cluster.backend = 'graphframes' needs the graphframes Python package and its JVM jar "
-            "(e.g. --jars graphframes-0.8.2-spark3.1-s_2.12.jar); use cluster.backend = 'dataframe' otherwise"
-        ) from None
+        raise BackendError(_GRAPHFRAMES_NEEDS) from None
     vertices = pairs.select(F.col(SRC).alias("id")).union(pairs.select(F.col(DST).alias("id"))).distinct()
     try:
         graph = GraphFrame(vertices, pairs)

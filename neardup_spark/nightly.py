@@ -45,7 +45,7 @@ from . import columns as C
 from . import index as ix
 from . import simhash
 from .candidates import bucket_limit, candidate_pairs
-from .components import connected_components, driver_components
+from .components import check_backend, connected_components, driver_components
 from .config import Config, require_io_paths, to_dict
 from .errors import InputError
 from .exact import exact_copies, exact_edges
@@ -117,6 +117,7 @@ def build(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
     """
     if cfg.match.mode != "jaccard":
         raise ix.IndexError_("the archive index supports match.mode = 'jaccard' only")
+    check_backend(spark, cfg)
     store = ix.ensure_new(cfg.index.path, spark)
     _probe(spark, cfg.index.path, output)
     start = time.perf_counter()
@@ -174,6 +175,7 @@ def append(spark: SparkSession, cfg: Config) -> dict:
     """Check cfg.input (today's batch) against the index and itself, write cfg.output, append the batch."""
     require_io_paths(cfg)
     check_paths(cfg, master_of(spark), spark, may_exist=True)  # an existing output: see `_output_free`
+    check_backend(spark, cfg)
     start = time.perf_counter()
     idx = ix.open_index(cfg.index.path, spark)
     ix.check_params(idx.manifest, cfg)

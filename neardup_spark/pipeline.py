@@ -24,7 +24,7 @@ from . import __version__, boilerplate, containment
 from . import columns as C
 from .banding import representatives
 from .candidates import representative_pairs
-from .components import connected_components
+from .components import check_backend, connected_components
 from .config import Config, require_io_paths, to_dict
 from .exact import exact_copies, exact_edges
 from .index import TEXT_DIGEST, text_digest
@@ -378,6 +378,7 @@ def run(spark: SparkSession, cfg: Config) -> dict:
         return append(spark, cfg)
     require_io_paths(cfg)
     check_paths(cfg, master_of(spark), spark)
+    check_backend(spark, cfg)
     if not is_local_master(master_of(spark)):
         probe_executor_writes(spark, cfg.output.path)
     if cfg.output.plots:

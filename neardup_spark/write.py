@@ -18,7 +18,7 @@ from . import columns as C
 from . import paths
 from .config import Config
 from .errors import NeardupError
-from .paths import is_local_path, local_path
+from .filestore import store_for
 from .parallel import run_all
 from .read import CORRUPT
 from .storage import OWN_PREFIX, published, remove_leftovers, verify_written
@@ -122,16 +122,17 @@ def output_holds_something(spark: SparkSession, out: str) -> bool:
 
 def finished_report(spark: SparkSession, out: str) -> dict | None:
     """The report a finished run left in `out` (where `write_report` puts it), or None."""
-    if is_local_path(out):
-        try:
-            with open(os.path.join(local_path(out), "report.json"), encoding="utf-8") as fh:
-                return json.load(fh)
-        except (OSError, ValueError):
-            return None
     try:
-        line = spark.read.text(f"{out.rstrip('/')}/report").first()
-        return json.loads(line[0]) if line is not None else None
-    except Exception:  # noqa: BLE001 - no report yet
+        text = store_for(spark, out).read_text("report.json")
+    except NeardupError:  # Spark Connect and a remote output
+        try:
+            line = spark.read.text(f"{out.rstrip('/')}/report").first()
+        except Exception:  # noqa: BLE001 - no report yet
+            return None
+        text = line[0] if line is not None else None
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
         return None
 
 
@@ -232,16 +233,15 @@ def written_rows(result: "DedupResult") -> dict[str, int]:
 
 
 def write_report(report: dict, out: str, spark: SparkSession) -> None:
-    """report.json beside the tables. Remote outputs (s3://, abfss://, dbfs:/...)
-    get it as a one-line JSON text file written by Spark under report/."""
-    text = json.dumps(report, indent=2, sort_keys=False, default=str)
-    if is_local_path(out):
-        local = local_path(out)
-        os.makedirs(local, exist_ok=True)
-        with open(os.path.join(local, "report.json"), "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
+    """report.json beside the tables, written last (it says the output is complete), on any
+    filesystem the session reaches. Under Spark Connect a remote output gets it as a
+    one-line JSON text file written by Spark under report/."""
+    text = json.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
+    try:
+        store = store_for(spark, out)
+    except NeardupError:  # Spark Connect and a remote output: no filesystem but Spark's
+        line = json.dumps(report, default=str)
+        spark.createDataFrame([(line,)], "value string").coalesce(1).write.mode("overwrite").text(
+            f"{out.rstrip('/')}/report")
         return
-    line = json.dumps(report, default=str)
-    spark.createDataFrame([(line,)], "value string").coalesce(1).write.mode("overwrite").text(
-        f"{out.rstrip('/')}/report"
-    )
+    store.put("report.json", text)

@@ -275,3 +275,15 @@ def test_containment_advice_reaches_stderr_when_a_size_class_misses_most_pairs()
     pinned = {**report(128), "advice": ["lsh.bands and lsh.rows are set but unused"],
               "config": {"lsh": {"bands": 4, "rows": 4}}}
     assert cli.loud_advice(pinned) == pinned["advice"]
+
+
+def test_a_backend_that_cannot_run_is_refused_before_work(spark, tmp_path, capsys):
+    """--backend graphframes without its jar used to solve on the driver without a word."""
+    from .conftest import GRAPHFRAMES_JAR
+
+    if GRAPHFRAMES_JAR:
+        pytest.skip("GraphFrames is on this session's classpath")
+    rc = cli.main(["run", "--input", SAMPLE, "--output", str(tmp_path / "o"), "--backend", "graphframes", *COMMON])
+    err = capsys.readouterr().err
+    assert rc == 2 and "graphframes" in err and err.count("\n") == 1
+    assert not (tmp_path / "o" / "clusters").exists()
