@@ -54,7 +54,13 @@ def _add_spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
 
 
+PRESETS = Path(__file__).parent / "presets"
+
+
 def _add_param_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", choices=sorted(f.stem for f in PRESETS.glob("*.toml")),
+                   help="settings shipped with the package: local (one machine) or cluster (spark-submit); "
+                        "--config files apply after it")
     p.add_argument("--config", action="append", default=[], help="TOML config file (repeatable; later wins)")
     p.add_argument("--threshold", type=float, help="Jaccard a verified pair needs (verify.threshold)")
     p.add_argument("--num-perm", type=int, help="MinHash permutations (minhash.num_perm)")
@@ -142,6 +148,13 @@ def _parser() -> argparse.ArgumentParser:
     exp.add_argument("--config", action="append", default=[], help="TOML config file (repeatable; later wins)")
     _add_spark_options(exp)
 
+    demo = sub.add_parser("demo", help="run on the bundled 1,000-document sample (local preset): a first try")
+    demo.add_argument("--output", required=True, help="output directory")
+    demo.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    demo.add_argument("--json", action="store_true", help="print the whole report as JSON")
+
+    sub.add_parser("job-file", help="print the path of the entry file for spark-submit")
+
     gen = sub.add_parser("generate", help="write a labelled corpus with the seven controlled edits")
     gen.add_argument("--docs", type=int, default=10_000)
     gen.add_argument("--output", required=True)
@@ -200,12 +213,19 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v is not None}
 
 
+def config_files(args: argparse.Namespace) -> list[str]:
+    """The preset (if any), then the --config files, in the order they apply."""
+    preset = getattr(args, "preset", None)
+    return [*([str(PRESETS / f"{preset}.toml")] if preset else []), *getattr(args, "config", [])]
+
+
 def config_from_args(args: argparse.Namespace) -> Config:
     overrides = _overrides(args)
+    files = config_files(args)
     if "spark.conf" in overrides:
-        base = load_config(*args.config)
+        base = load_config(*files)
         overrides["spark.conf"] = {**base.spark.conf, **overrides["spark.conf"]}
-    return load_config(*args.config, overrides=overrides)
+    return load_config(*files, overrides=overrides)
 
 
 def _cmd_params(args: argparse.Namespace) -> int:
@@ -456,9 +476,32 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_demo(args: argparse.Namespace) -> int:
+    argv = ["run", "--input", str(SAMPLE), "--format", "jsonl", "--preset", "local", "--output", args.output,
+            "--metadata-cols", "source,published_at", *(["--overwrite"] if args.overwrite else [])]
+    if not args.json:
+        argv.append("--quiet")
+    rc = main(argv)
+    if rc == 0 and not args.json:
+        from .paths import local_path
+
+        report = json.loads(Path(local_path(args.output), "report.json").read_text())
+        counts = report["counts"]
+        print(f"{counts['documents']} documents -> {counts['clusters']} clusters, {counts['removed']} removed as "
+              f"duplicates; outputs and report.json in {args.output}")
+    return rc
+
+
+def _cmd_job_file(args: argparse.Namespace) -> int:
+    print(Path(__file__).with_name("__main__.py"))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     commands = {
+        "demo": _cmd_demo,
+        "job-file": _cmd_job_file,
         "run": _cmd_run,
         "calibrate": _cmd_calibrate,
         "evaluate": _cmd_evaluate,
