@@ -47,7 +47,6 @@ class Store(Protocol):
     def put_if_absent(self, rel: str, text: str) -> bool: ...
     def put(self, rel: str, text: str) -> None: ...
     def spark_schema(self, rel: str) -> str | None: ...
-    def has_data(self, rel: str) -> bool: ...
 
 
 def _is_data(name: str) -> bool:
@@ -109,9 +108,6 @@ class LocalStore:
                 if _is_data(name) and name.endswith(".parquet"):
                     return os.path.join(top, name)
         return None
-
-    def has_data(self, rel: str) -> bool:
-        return self._first_data_file(rel) is not None
 
     def spark_schema(self, rel: str) -> str | None:
         first = self._first_data_file(rel)
@@ -245,9 +241,6 @@ class HadoopStore:
             if name.endswith(".parquet") and all(_is_data(part) for part in inside.split("/") if part):
                 return status.getPath()
         return None
-
-    def has_data(self, rel: str) -> bool:
-        return self._first_data_file(rel) is not None
 
     def spark_schema(self, rel: str) -> str | None:
         first = self._first_data_file(rel)

@@ -80,3 +80,21 @@ def test_bad_input_is_one_line_that_names_the_cause(tmp_path, case):
     assert len(proc.stderr.splitlines()) <= 3, proc.stderr
     assert _digests(inp) == before
     assert not (tmp_path / "out" / "clusters").exists()
+
+
+def test_a_glob_input_and_overwrite_leave_the_earlier_output_intact(tmp_path):
+    """The reported data loss: a glob over an earlier run's deduplicated/ as input, that run's
+    directory as output, --overwrite. Refused before any work; not one input file changes."""
+    prev = tmp_path / "prev"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "NEARDUP_LOG_DIR": str(tmp_path / "logs")}
+    first = subprocess.run([sys.executable, "-m", "neardup_spark.cli", "run", "--input", str(SAMPLE), "--format",
+                            "jsonl", "--output", str(prev), "--master", "local[1]", "--shuffle-partitions", "2",
+                            "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = _digests(prev)
+    again = subprocess.run([sys.executable, "-m", "neardup_spark.cli", "run", "--input",
+                            "prev/deduplicated/*.parquet", "--format", "parquet", "--output", "prev", "--overwrite",
+                            "--master", "local[1]"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 2 and "overlaps input" in again.stderr, again.stderr[-2000:]
+    assert _digests(prev) == before

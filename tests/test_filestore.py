@@ -1,8 +1,6 @@
 """The index's commit step through the Hadoop FileSystem (a file:// URI takes the code path of
 hdfs:// and s3a://): committers in separate JVM processes, and a nightly sequence end to end."""
 
-import multiprocessing as mp
-
 import pandas as pd
 import pytest
 
@@ -11,13 +9,10 @@ from neardup_spark import index as ix
 from neardup_spark.filestore import HadoopStore, LocalStore, store_for
 from neardup_spark.pipeline import run
 
+from .commit_race import race
+
 ROUNDS = 150
 COMMITTERS = 3
-
-
-def _manifest(version: int, parts: list[str]) -> dict:
-    return {"format": ix.FORMAT, "version": version, "parts": parts, "batches": {}, "documents": len(parts),
-            "params": {}}
 
 
 def _hadoop_store(uri: str) -> HadoopStore:
@@ -27,37 +22,8 @@ def _hadoop_store(uri: str) -> HadoopStore:
     return HadoopStore(jvm, jvm.org.apache.hadoop.conf.Configuration(), uri)
 
 
-def _committer(uri: str, me: int, rounds: int, barrier, results) -> None:
-    store = _hadoop_store(uri)
-    barrier.wait()  # every JVM is up
-    won = []
-    for _ in range(rounds):
-        barrier.wait()
-        seen = ix.open_index_store(store).manifest
-        barrier.wait()
-        version = seen["version"]
-        part = f"part-v{version + 1}-by{me}"
-        try:
-            ix.commit(store, _manifest(version + 1, [*seen["parts"], part]), expected_version=version)
-            won.append(part)
-        except ix.ConcurrentCommitError:
-            pass
-    results.put((me, won))
-
-
 def test_concurrent_committers_through_hadoop_in_separate_processes(tmp_path):
-    uri = f"file://{tmp_path}/index"
-    ix.commit(_hadoop_store(uri), _manifest(1, ["part-v1"]), expected_version=0)
-    ctx = mp.get_context("spawn")
-    barrier, results = ctx.Barrier(COMMITTERS), ctx.Queue()
-    procs = [ctx.Process(target=_committer, args=(uri, i, ROUNDS, barrier, results)) for i in range(COMMITTERS)]
-    for p in procs:
-        p.start()
-    won = dict(results.get(timeout=600) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
-    landed = sorted(part for parts in won.values() for part in parts)
+    landed = race(_hadoop_store, f"file://{tmp_path}/index", COMMITTERS, ROUNDS)
     final = ix.open_index(str(tmp_path / "index")).manifest  # the local reader sees the same versions
     assert final["version"] == ROUNDS + 1 and len(landed) == ROUNDS and sorted(final["parts"][1:]) == landed
 
@@ -76,7 +42,8 @@ def test_stores_read_and_write_the_same_layout(spark, tmp_path):
     assert hadoop.list("manifests") == local.list("manifests") == ["v00001.json"]
     spark.range(3).write.parquet(str(tmp_path / "t"))
     assert hadoop.spark_schema("t") == local.spark_schema("t") and "\"id\"" in hadoop.spark_schema("t")
-    assert hadoop.spark_schema("nothing") is None and not hadoop.has_data("manifests")
+    assert hadoop.spark_schema("nothing") is None
+    assert local.spark_schema("manifests") is None
 
 
 def test_a_nightly_sequence_with_the_index_at_a_uri(spark, tmp_path):

@@ -2,52 +2,25 @@
 lands, in separate processes, and no committed part is ever lost. No JVM needed."""
 
 import json
-import multiprocessing as mp
 import os
 
 import pytest
 
 from neardup_spark import index as ix
 
+from neardup_spark.filestore import LocalStore
+
+from .commit_race import manifest as _manifest
+from .commit_race import race
+
 ROUNDS = 300
 COMMITTERS = 4
-
-
-def _manifest(version: int, parts: list[str]) -> dict:
-    return {"format": ix.FORMAT, "version": version, "parts": parts, "batches": {}, "documents": len(parts),
-            "params": {}}
-
-
-def _committer(root: str, me: int, rounds: int, barrier, results) -> None:
-    won = []
-    for _ in range(rounds):
-        barrier.wait()  # everyone has read nothing yet
-        seen = ix.open_index(root).manifest
-        barrier.wait()  # everyone has read the same version
-        version = seen["version"]
-        part = f"part-v{version + 1}-by{me}"
-        try:
-            ix.commit(root, _manifest(version + 1, [*seen["parts"], part]), expected_version=version)
-            won.append(part)
-        except ix.ConcurrentCommitError:
-            pass
-    results.put((me, won))
 
 
 def test_concurrent_committers_in_separate_processes(tmp_path):
     root = str(tmp_path / "index")
     os.makedirs(root)
-    ix.commit(root, _manifest(1, ["part-v1"]), expected_version=0)
-    ctx = mp.get_context("spawn")
-    barrier, results = ctx.Barrier(COMMITTERS), ctx.Queue()
-    procs = [ctx.Process(target=_committer, args=(root, i, ROUNDS, barrier, results)) for i in range(COMMITTERS)]
-    for p in procs:
-        p.start()
-    won = dict(results.get(timeout=300) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
-    landed = sorted(part for parts in won.values() for part in parts)
+    landed = race(LocalStore, root, COMMITTERS, ROUNDS)
     final = ix.open_index(root).manifest
     assert final["version"] == ROUNDS + 1  # one commit a round, never two, never none
     assert len(landed) == ROUNDS and sorted(final["parts"][1:]) == landed  # every success is in the index

@@ -140,7 +140,9 @@ def test_rerunning_a_batch_changes_nothing_and_repeats_its_output(spark, appende
     report = run(spark, cfg)
     assert report["replayed"] and open_index(index).manifest == before
     # Without a JVM at hand (Spark Connect) the stored output is read and written by Spark instead.
-    monkeypatch.setattr(nightly, "copy_tables", lambda *args: False)
+    from neardup_spark import paths
+
+    monkeypatch.setattr(paths, "hadoop", lambda spark: None)
     assert run(spark, cfg.with_overrides({"output.path": str(work / "again1-spark")}))["replayed"]
     for name in ("clusters", "pairs"):
         first = pd.read_parquet(work / "out1" / name)
@@ -291,6 +293,18 @@ def test_cli_index_build_and_export(spark, batches, tmp_path, capsys):
     assert "no index" in capsys.readouterr().err
 
 
+def _assert_index_is_a_full_run(spark, index: str, rows: pd.DataFrame, tmp_path: Path) -> None:
+    """The index's current clusters, keepers and statuses are those of one full run over rows."""
+    nightly.export(spark, index, str(tmp_path / "after"))
+    rows.to_json(tmp_path / "edited.jsonl", orient="records", lines=True, date_format="iso")
+    run(spark, _cfg(**{"input.path": str(tmp_path / "edited.jsonl"), "output.path": str(tmp_path / "full")}))
+    after = pd.read_parquet(tmp_path / "after" / "clusters")
+    full = pd.read_parquet(tmp_path / "full" / "clusters")
+    assert _partition(after) == _partition(full)
+    merged = after.merge(full, on="doc_id", suffixes=("_inc", "_full"))
+    assert (merged.keeper_id_inc == merged.keeper_id_full).all() and (merged.status_inc == merged.status_full).all()
+
+
 def test_replace_reclusters_without_the_old_text(spark, batches, tmp_path):
     work, rows, paths = batches
     index = str(tmp_path / "index")
@@ -313,15 +327,8 @@ def test_replace_reclusters_without_the_old_text(spark, batches, tmp_path):
     old_members = before[before.cluster_id == before.set_index("doc_id").loc[keeper, "cluster_id"]].doc_id
     assert set(out[~out.in_batch].index) <= {*old_members, unique} and (~out.in_batch).any()  # new keepers
     # The index now clusters exactly as one full run over the archive with the new text.
-    nightly.export(spark, index, str(tmp_path / "after"))
     edited = archive.assign(text=np.where(archive.id == keeper, new_text, archive.text))
-    edited.to_json(tmp_path / "edited.jsonl", orient="records", lines=True, date_format="iso")
-    run(spark, _cfg(**{"input.path": str(tmp_path / "edited.jsonl"), "output.path": str(tmp_path / "full")}))
-    after = pd.read_parquet(tmp_path / "after" / "clusters")
-    full = pd.read_parquet(tmp_path / "full" / "clusters")
-    assert _partition(after) == _partition(full)
-    merged = after.merge(full, on="doc_id", suffixes=("_inc", "_full"))
-    assert (merged.keeper_id_inc == merged.keeper_id_full).all() and (merged.status_inc == merged.status_full).all()
+    _assert_index_is_a_full_run(spark, index, edited, tmp_path)
 
 
 def test_parameters_an_older_index_does_not_record_count_as_their_defaults():
@@ -431,12 +438,5 @@ def test_replacing_random_documents_equals_a_full_run(spark, batches, tmp_path, 
     batch.to_json(tmp_path / "replace.jsonl", orient="records", lines=True, date_format="iso")
     run(spark, _cfg(**{"input.path": str(tmp_path / "replace.jsonl"), "index.path": index, "index.append": True,
                        "index.replace": True, "output.path": str(tmp_path / "out")}))
-    nightly.export(spark, index, str(tmp_path / "after"))
     edited = archive.assign(text=[new_text.get(i, t) for i, t in zip(archive.id, archive.text)])
-    edited.to_json(tmp_path / "edited.jsonl", orient="records", lines=True, date_format="iso")
-    run(spark, _cfg(**{"input.path": str(tmp_path / "edited.jsonl"), "output.path": str(tmp_path / "full")}))
-    after = pd.read_parquet(tmp_path / "after" / "clusters")
-    full = pd.read_parquet(tmp_path / "full" / "clusters")
-    assert _partition(after) == _partition(full)
-    merged = after.merge(full, on="doc_id", suffixes=("_inc", "_full"))
-    assert (merged.keeper_id_inc == merged.keeper_id_full).all() and (merged.status_inc == merged.status_full).all()
+    _assert_index_is_a_full_run(spark, index, edited, tmp_path)
