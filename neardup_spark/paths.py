@@ -197,7 +197,8 @@ def reason(exc: Exception) -> str:
     text = str(java.toString()) if java is not None else str(exc)
     first = text.strip().splitlines()[0] if text.strip() else exc.__class__.__name__
     if "ClassNotFoundException" in first or "No FileSystem for scheme" in first:
-        return f"{first} (no connector for this scheme on the classpath: add its jar, e.g. hadoop-aws for s3a)"
+        return (f"{first} (no connector for this scheme on the classpath: add its jar, e.g. hadoop-aws for s3a, "
+                "gcs-connector for gs, hadoop-azure for abfs)")
     return first[:300]
 
 

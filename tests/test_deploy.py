@@ -35,18 +35,19 @@ def cluster(tmp_path_factory):
 
 def _submit(master: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    job = subprocess.run([sys.executable, "-m", "neardup_spark", "job-file"], capture_output=True, text=True,
+                         check=True).stdout.strip()  # the README's "$(neardup job-file)"
     cmd = [str(SPARK_SUBMIT), "--master", master, "--conf", "spark.ui.enabled=false",
-           "--conf", "spark.executor.memory=768m", str(ROOT / "jobs" / "neardup_job.py"), *args]
+           "--conf", "spark.executor.memory=768m", job, *args]
     return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
 
 
-def test_readme_spark_submit_with_the_cluster_config(cluster, tmp_path):
-    """conf/cluster.toml asks for reliable checkpoints: the run finds a checkpoint directory itself."""
+def test_readme_spark_submit_with_the_cluster_preset(cluster, tmp_path):
+    """The cluster preset asks for reliable checkpoints: the run finds a checkpoint directory itself."""
     url, _ = cluster
     out = tmp_path / "out"
     proc = _submit(url, ["run", "--input", SAMPLE, "--format", "jsonl", "--output", str(out),
-                         "--config", str(ROOT / "conf" / "cluster.toml"), "--shuffle-partitions", "4", "--quiet"],
-                   tmp_path)
+                         "--preset", "cluster", "--shuffle-partitions", "4", "--quiet"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     clusters = pd.read_parquet(out / "clusters")
     assert len(clusters) == 1000 and clusters.doc_id.is_unique

@@ -106,3 +106,16 @@ def test_the_session_resolves_globs_and_refuses_overlap(spark, tmp_path):
     missing = cfg.with_overrides({"input.path": f"file://{tmp_path}/nothing/*.json.gz"})
     with pytest.raises(Exception, match="matches no file"):
         check_paths(missing, "", spark)
+
+
+def test_a_scheme_without_its_connector_is_refused_before_work(spark, tmp_path):
+    from neardup_spark.config import Config
+    from neardup_spark.errors import NeardupError
+    from neardup_spark.write import check_paths
+
+    cfg = Config().with_overrides({"input.path": SAMPLE, "input.format": "jsonl", "output.path": "s3a://bucket/out"})
+    with pytest.raises(NeardupError, match="no connector for this scheme.*hadoop-aws"):
+        check_paths(cfg, "", spark)
+    cfg = cfg.with_overrides({"input.path": "gs://bucket/in/*.parquet", "output.path": str(tmp_path / "o")})
+    with pytest.raises(NeardupError, match="cannot resolve 'gs://bucket/in"):
+        check_paths(cfg, "", spark)
