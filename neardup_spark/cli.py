@@ -50,6 +50,8 @@ def _add_keeper_options(p: argparse.ArgumentParser) -> None:
 
 def _add_spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", help="Spark master, e.g. local[2]; default: spark-submit's, else local[*]")
+    p.add_argument("--remote", help="Spark Connect server, sc://host:port (default: $SPARK_REMOTE); "
+                                    "the package is shipped to it")
     p.add_argument("--shuffle-partitions", type=int)
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
 
@@ -204,6 +206,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "keeper.rules": get("keeper_rules"),
         "keeper.source_priority": get("source_priority"),
         "spark.master": get("master"),
+        "spark.remote": get("remote"),
         "spark.shuffle_partitions": get("shuffle_partitions"),
     }
     if (get("bands") is None) != (get("rows") is None):

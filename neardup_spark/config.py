@@ -181,6 +181,9 @@ class SparkConfig:
     """Only used by the CLI and jobs when they build a session themselves."""
 
     master: str = ""
+    # A Spark Connect server (sc://host:port; "local[N]" starts one in this process).
+    # "": $SPARK_REMOTE if set, else a classic session.
+    remote: str = ""
     app_name: str = "neardup-spark"
     shuffle_partitions: int = 0  # 0 leaves Spark's setting alone
     conf: Mapping[str, str] = field(default_factory=dict)

@@ -287,13 +287,13 @@ def write_part(part_dir: str, docs: DataFrame | None, bands: DataFrame | None, a
     tables.update({f"output/{name}": frame for name, frame in (outputs or {}).items()})
     if boilerplate is not None:
         tables["boilerplate"] = boilerplate.coalesce(1)
-    writes = parquet_writes(tables, part_dir, "errorifexists")
+    writes = parquet_writes(tables, part_dir, "error")
     if bands is not None:
         ranged = bands.withColumn(BUCKET_RANGE, F.shiftrightunsigned(F.col(C.BUCKET), 60).cast("int"))
         # No sort by bucket: the writer sorts each task's rows by range, which undid it.
         ranged = ranged.repartition(BUCKET_RANGE)
-        writes.append(lambda: ranged.write.mode("errorifexists").partitionBy(BUCKET_RANGE).parquet(f"{part_dir}/bands"))
-    run_all(writes, parallel)
+        writes.append(lambda: ranged.write.mode("error").partitionBy(BUCKET_RANGE).parquet(f"{part_dir}/bands"))
+    run_all(writes, parallel, assign.sparkSession)
 
 
 class ConcurrentCommitError(IndexError_):

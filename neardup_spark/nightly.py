@@ -74,6 +74,7 @@ from .write import (
     parquet_writes,
     write_report,
     write_tables,
+    writer_mode,
 )
 
 _ADOC = "_adoc"  # an archived document's id
@@ -157,13 +158,13 @@ def _write_build(spark: SparkSession, cfg: Config, store, output: str | None, re
         result.unpersist()
 
 
-def export(spark: SparkSession, index_path: str, output: str, mode: str = "errorifexists") -> int:
+def export(spark: SparkSession, index_path: str, output: str, mode: str = "error") -> int:
     """The index's current assignment of every archived document -> output/clusters/; returns the count."""
     idx = ix.open_index(index_path, spark)
     clusters = idx.assignments(spark).select(*CLUSTER_COLUMNS)
     remove_leftovers(spark, output)
     with published(spark, output, ["clusters"], mode) as stage:
-        clusters.write.mode(mode if stage == output else "errorifexists").parquet(f"{stage.rstrip('/')}/clusters")
+        clusters.write.mode(writer_mode(mode) if stage == output else "error").parquet(f"{stage.rstrip('/')}/clusters")
         verify_written(spark, stage, {"clusters": idx.manifest["documents"]})
     return idx.manifest["documents"]
 
@@ -201,7 +202,7 @@ def _append(spark: SparkSession, cfg: Config, idx: ix.Index, start: float) -> di
         with st.stage("lookup"):
             # Two small independent jobs, run at once: each waits on scheduling more than it works.
             known: dict[str, int] = {}
-            checking = started(lambda: _check_ids(spark, cfg, idx, docs, counts["documents"], known, st))
+            checking = started(lambda: _check_ids(spark, cfg, idx, docs, counts["documents"], known, st), spark)
             fingerprint = ix.batch_fingerprint(docs)
             stored = idx.batch_part(fingerprint)
             _output_free(spark, cfg, fingerprint if stored is not None else None)
@@ -245,11 +246,11 @@ def _copy_output(spark, idx: ix.Index, part: str, cfg: Config, replace: bool = F
     remove_leftovers(spark, root)
     with published(spark, root, names, mode) as stage:
         if stage != root:
-            copy_tables(spark, f"{idx.part_path(part)}/output", stage, names, "errorifexists")
+            copy_tables(spark, f"{idx.part_path(part)}/output", stage, names, "error")
         else:
             # Spark writes a file (with the schema) even for an empty unpartitioned table.
             stored = {name: ix.read_table(spark, idx.store, f"parts/{part}/output/{name}") for name in names}
-            run_all(parquet_writes(stored, root.rstrip("/"), mode))
+            run_all(parquet_writes(stored, root.rstrip("/"), mode), session=spark)
 
 
 def _replay(spark, cfg: Config, idx: ix.Index, part: str, fingerprint: str, counts: dict, start: float) -> dict:

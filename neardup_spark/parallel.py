@@ -23,12 +23,20 @@ def in_background(fn: Callable[[], T]) -> "Future[T]":
         pool.shutdown(wait=False)
 
 
-def started(fn: Callable[[], T]) -> "Future[T]":
-    """fn() started now in a thread that keeps the caller's Spark job description, so a
-    small Spark action overlaps the caller's own; `.result()` waits for it and re-raises
-    its error."""
+def _thread(target: Callable[[], None], session=None):
+    """A thread that keeps the caller's Spark job description (classic sessions) or, under
+    Spark Connect, the session it must be given (pyspark 4)."""
     from pyspark import InheritableThread
 
+    if session is not None and "connect" in type(session).__module__:
+        return InheritableThread(target=target, session=session)
+    return InheritableThread(target=target)
+
+
+def started(fn: Callable[[], T], session=None) -> "Future[T]":
+    """fn() started now in a thread that keeps the caller's Spark job description, so a
+    small Spark action overlaps the caller's own; `.result()` waits for it and re-raises
+    its error. `session`: the SparkSession fn uses (needed under Spark Connect)."""
     future: Future = Future()
 
     def go():
@@ -37,20 +45,21 @@ def started(fn: Callable[[], T]) -> "Future[T]":
         except BaseException as exc:  # handed to whoever asks for the result
             future.set_exception(exc)
 
-    InheritableThread(target=go, daemon=True).start()
+    thread = _thread(go, session)
+    thread.daemon = True
+    thread.start()
     return future
 
 
-def run_all(tasks: list, parallel: bool = True) -> None:
+def run_all(tasks: list, parallel: bool = True, session=None) -> None:
     """Call every task; with `parallel`, each in its own thread (Spark runs their jobs
     at once: small jobs wait on scheduling more than on work). The first error is raised
-    after all have finished."""
+    after all have finished. `session`: the SparkSession the tasks use (needed under
+    Spark Connect)."""
     if not parallel or len(tasks) < 2:
         for task in tasks:
             task()
         return
-    from pyspark import InheritableThread  # keeps the job description (the stage name)
-
     errors: list[BaseException] = []
 
     def guarded(task):
@@ -61,7 +70,7 @@ def run_all(tasks: list, parallel: bool = True) -> None:
                 errors.append(exc)
         return go
 
-    threads = [InheritableThread(target=guarded(task)) for task in tasks]
+    threads = [_thread(guarded(task), session) for task in tasks]
     for t in threads:
         t.start()
     for t in threads:

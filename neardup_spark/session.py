@@ -40,8 +40,16 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ or "DATABRICKS_RUNTIME_VERSION" in os.environ
 
 
+def remote_of(spark_cfg: SparkConfig) -> str:
+    """The Spark Connect server a session built from spark_cfg talks to ("" for classic)."""
+    return spark_cfg.remote or os.environ.get("SPARK_REMOTE", "")
+
+
 def planned_master(spark_cfg: SparkConfig) -> str:
-    """The master a session built from spark_cfg will have ("" when spark-submit decides)."""
+    """The master a session built from spark_cfg will have ("" when spark-submit or a
+    Spark Connect server decides)."""
+    if remote_of(spark_cfg):
+        return ""
     return spark_cfg.master or ("" if under_spark_submit() else "local[*]")
 
 
@@ -83,6 +91,8 @@ def build_session(spark_cfg: SparkConfig, checkpoint_dir: str | None = None,
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if remote_of(spark_cfg):
+        return connect_session(spark_cfg)
     builder = SparkSession.builder.appName(spark_cfg.app_name)
     master, settings = session_settings(spark_cfg, java_options)
     if master:
@@ -98,6 +108,39 @@ def build_session(spark_cfg: SparkConfig, checkpoint_dir: str | None = None,
         # be shared storage, so only local mode gets a temporary directory.
         spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="neardup-ckpt-"))
     return spark
+
+
+def connect_session(spark_cfg: SparkConfig) -> SparkSession:
+    """A Spark Connect session to remote_of(spark_cfg), with this package shipped to the
+    server (its Python workers run the sketch UDFs) unless the server starts here."""
+    url = remote_of(spark_cfg)
+    builder = SparkSession.builder.remote(url)
+    if spark_cfg.shuffle_partitions:
+        builder = builder.config("spark.sql.shuffle.partitions", str(spark_cfg.shuffle_partitions))
+    for key, value in spark_cfg.conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if url.startswith("sc://"):
+        spark.addArtifacts(package_zip(), pyfile=True)
+    return spark
+
+
+def package_zip() -> str:
+    """This package zipped (once per process) for a Spark Connect server's Python workers."""
+    import zipfile
+
+    global _PACKAGE_ZIP
+    if _PACKAGE_ZIP is None:
+        root = Path(__file__).parent
+        path = Path(tempfile.mkdtemp(prefix="neardup-artifact-")) / "neardup_spark.zip"
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+            for file in sorted(root.rglob("*.py")):
+                zf.write(file, Path("neardup_spark") / file.relative_to(root))
+        _PACKAGE_ZIP = str(path)
+    return _PACKAGE_ZIP
+
+
+_PACKAGE_ZIP: str | None = None
 
 
 @contextmanager
@@ -138,7 +181,11 @@ def stop_without_waiting(spark: SparkSession) -> None:
     on average here, at the end of every command). The JVM is stopped as
     before; the server is told to shut down in a background thread and ends
     on its next poll."""
-    context = spark.sparkContext
+    try:
+        context = spark.sparkContext
+    except Exception:  # Spark Connect: no SparkContext, nothing to wait for
+        spark.stop()
+        return
     server = getattr(context, "_accumulatorServer", None)
     if server is not None:
         context._accumulatorServer = None

@@ -80,7 +80,7 @@ def probe_executor_writes(spark: SparkSession, root: str, what: str = "output") 
     probe = f"{root.rstrip('/')}/{PROBE_PREFIX}{uuid.uuid4().hex[:12]}"
     try:
         try:
-            spark.range(0, tasks, 1, tasks).write.mode("errorifexists").parquet(probe)
+            spark.range(0, tasks, 1, tasks).write.mode("error").parquet(probe)
         except Exception as exc:
             raise StorageError(f"the executors cannot write the {what} {root!r}: {paths.reason(exc)}") from None
         seen = _data_files(spark, probe)
@@ -106,7 +106,7 @@ def verify_written(spark: SparkSession, root: str, expected: dict[str, int], wha
             got[name] = spark.read.parquet(f"{root.rstrip('/')}/{name}").count()
         return go
 
-    run_all([count(name) for name in expected])
+    run_all([count(name) for name in expected], session=spark)
     short = [f"{name}/ has {got[name]} rows, the run made {n}" for name, n in expected.items() if got[name] != n]
     if short:
         raise StorageError(

@@ -174,8 +174,15 @@ def output_exists(out: str) -> NeardupError:
     return NeardupError(f"output {out!r} already exists; pass --overwrite (output.mode = 'overwrite') to replace it")
 
 
+def writer_mode(mode: str) -> str:
+    """output.mode as DataFrameWriter takes it everywhere: Spark Connect refuses
+    "errorifexists" (its alias "error" works on both)."""
+    return "error" if mode == "errorifexists" else mode
+
+
 def parquet_writes(tables: dict[str, DataFrame], root: str, mode: str) -> list:
     """One task per table: write it as Parquet to root/name (run them with `run_all`)."""
+    mode = writer_mode(mode)
     return [lambda name=name, df=df: df.write.mode(mode).parquet(f"{root}/{name}") for name, df in tables.items()]
 
 
@@ -218,7 +225,8 @@ def write_tables(spark: SparkSession, result: "DedupResult", root: str, mode: st
     tables = result_tables(result)
     remove_leftovers(spark, root)
     with published(spark, root, list(tables), mode) as stage:
-        run_all(parquet_writes(tables, stage.rstrip("/"), "errorifexists" if stage != root else mode))
+        run_all(parquet_writes(tables, stage.rstrip("/"), "error" if stage != root else writer_mode(mode)),
+                session=spark)
         verify_written(spark, stage, written_rows(result))
 
 
