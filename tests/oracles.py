@@ -80,3 +80,17 @@ def cluster_pairs(labels: dict) -> set:
     for i, c in labels.items():
         groups[c].append(i)
     return {(a, b) for members in groups.values() for a, b in itertools.combinations(sorted(members), 2)}
+
+
+def split_into_nights(rows, folder, seed: int, nights: int = 3) -> list[str]:
+    """rows (a DataFrame) dealt at random into `nights` JSON Lines files under folder
+    (batch0.jsonl ...): an archive and the nights after it. Returns their paths."""
+    import numpy as np
+
+    night = np.random.default_rng(seed).integers(0, nights, len(rows))
+    paths = []
+    for k in range(nights):
+        path = folder / f"batch{k}.jsonl"
+        rows[night == k].to_json(path, orient="records", lines=True, date_format="iso")
+        paths.append(str(path))
+    return paths

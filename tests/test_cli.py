@@ -293,18 +293,11 @@ def test_run_and_nightly_batches_under_spark_connect(spark, tmp_path):
     """run(), and a nightly build, two appends and an export, through a local Connect server:
     the clusters of a classic session."""
     pytest.importorskip("grpc", reason="Spark Connect client needs grpcio (test extra 'connect')")
-    import numpy as np
     import pyspark
 
     if int(pyspark.__version__.split(".")[0]) < 4:
         pytest.skip("local Spark Connect servers from the pip package need pyspark 4")
-    rows = pd.read_json(SAMPLE, lines=True)
-    night = np.random.default_rng(3).integers(0, 3, len(rows))
-    batches = []
-    for k in range(3):
-        path = tmp_path / f"b{k}.jsonl"
-        rows[night == k].to_json(path, orient="records", lines=True, date_format="iso")
-        batches.append(str(path))
+    batches = oracles.split_into_nights(pd.read_json(SAMPLE, lines=True), tmp_path, seed=3)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "scripts" / "connect_nightly.py"), str(tmp_path),
                            *batches], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)

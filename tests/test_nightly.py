@@ -41,13 +41,7 @@ def batches(tmp_path_factory):
     """The bundled sample split at random into an archive and two daily batches."""
     work = tmp_path_factory.mktemp("nightly")
     rows = pd.read_json(cli.SAMPLE, lines=True)
-    which = np.random.default_rng(1).integers(0, 3, len(rows))
-    paths = []
-    for k in range(3):
-        path = work / f"batch{k}.jsonl"
-        rows[which == k].to_json(path, orient="records", lines=True, date_format="iso")
-        paths.append(str(path))
-    return work, rows, paths
+    return work, rows, oracles.split_into_nights(rows, work, seed=1)
 
 
 def _cfg(**more) -> Config:
