@@ -9,7 +9,7 @@ benchmarks.skew caches its boilerplate corpora; generation not timed). Each
 corpus is run twice through the same `run` the CLI uses, in one local
 SparkSession: stripping off, then on (boilerplate.enabled, the default rule:
 unit "line", min_docs 100), at --threshold. Each run's clusters are scored
-against the corpus `group` labels (neardup_spark.evaluate.pair_scores, and
+against the corpus `group` labels (neardup_spark.tools.evaluate.pair_scores, and
 recall per edit type). Prints one row per (share, off/on) and whether every
 "on" row meets the target (precision >= 0.99, recall >= 0.98), and writes
 benchmarks/results/boilerplate.json (`meets_target` per row). The exit code
@@ -30,11 +30,11 @@ import pandas as pd
 
 from benchmarks import machine, save
 from benchmarks.skew import corpus_path, pipeline_tree, source_digest
-from neardup_spark import corpus
 from neardup_spark.config import Config
-from neardup_spark.evaluate import pair_scores, recall_by_edit
-from neardup_spark.pipeline import run
-from neardup_spark.session import build_session
+from neardup_spark.tools import corpus
+from neardup_spark.tools.evaluate import pair_scores, recall_by_edit
+from neardup_spark.api import run
+from neardup_spark.runtime.session import build_session
 
 RESULTS = Path(__file__).parent / "results"
 PRECISION_TARGET = 0.99

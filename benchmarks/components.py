@@ -21,9 +21,9 @@ import numpy as np
 
 from benchmarks import machine, save
 from neardup_spark import columns as C
-from neardup_spark.components import connected_components
+from neardup_spark.stages.components import connected_components
 from neardup_spark.config import load_config
-from neardup_spark.session import build_session
+from neardup_spark.runtime.session import build_session
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results"

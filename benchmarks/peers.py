@@ -29,7 +29,7 @@ partitions and a 4g driver heap (conf/local.toml's):
 Every tool is scored the same way: its pairs (for text-dedup its
 (document, component) edges) are joined into connected components with
 union-find, and pair precision/recall against the corpus `group` labels come
-from neardup_spark.evaluate.pair_scores. Prints a table and writes
+from neardup_spark.tools.evaluate.pair_scores. Prints a table and writes
 benchmarks/results/peers.json.
 
 This machine is shared and its speed drifts by tens of percent within an
@@ -67,7 +67,7 @@ from benchmarks.scale import (
     run_once,
 )
 from benchmarks.variants import VARIANTS, variant_corpus
-from neardup_spark.evaluate import pair_scores
+from neardup_spark.tools.evaluate import pair_scores
 
 RESULTS = Path(__file__).parent / "results"
 TEXT_DEDUP_COMMIT = "6bb8e89e1c0368003fb39654e79290e506ebf4ba"

@@ -20,11 +20,11 @@ from pathlib import Path
 import pandas as pd
 
 from benchmarks import machine, save
-from neardup_spark import corpus
+from neardup_spark.tools import corpus
 from neardup_spark.config import Config
-from neardup_spark.evaluate import pair_scores, recall_by_edit
-from neardup_spark.pipeline import run
-from neardup_spark.session import build_session
+from neardup_spark.tools.evaluate import pair_scores, recall_by_edit
+from neardup_spark.api import run
+from neardup_spark.runtime.session import build_session
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from benchmarks import machine, save, sparklog
-from neardup_spark import corpus
+from neardup_spark.tools import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results"
@@ -82,7 +82,7 @@ def ensure_class_archive(master: str, work: Path) -> dict:
     (a user's first run does, once). Returns what was done, for the record."""
     from neardup_spark.cli import SAMPLE
     from neardup_spark.config import SparkConfig
-    from neardup_spark.session import class_archive
+    from neardup_spark.runtime.session import class_archive
 
     archive = class_archive(SparkConfig(master=master))
     if archive is None:

@@ -132,10 +132,10 @@ def one_core_rate(fn, texts, repeats: int = REPEATS) -> dict:
 def kernel(texts: list[str]) -> None:
     import pyarrow as pa
 
-    from neardup_spark import hashing
+    from neardup_spark.kernels import hashing
     from neardup_spark.config import Config
-    from neardup_spark.params import lsh_params
-    from neardup_spark.sketch import sketch_arrays
+    from neardup_spark.kernels.lsh import lsh_params
+    from neardup_spark.stages.sketch import sketch_arrays
 
     cfg = Config()
     a, b = hashing.permutations(cfg.minhash.num_perm, cfg.minhash.seed)
@@ -153,7 +153,7 @@ class SparkUdf:
         from pyspark.sql import functions as F
 
         from neardup_spark.config import load_config
-        from neardup_spark.session import build_session
+        from neardup_spark.runtime.session import build_session
 
         self.cfg = load_config(ROOT / "conf" / "local.toml", overrides={"spark.master": master})
         self.spark = build_session(self.cfg.spark)
@@ -175,7 +175,7 @@ class SparkUdf:
         return [docs for v, docs in self.frames if v == variant]
 
     def _write(self, text) -> None:
-        from neardup_spark.sketch import sketch
+        from neardup_spark.stages.sketch import sketch
 
         sketch(text, self.cfg).write.format("noop").mode("overwrite").save()
 

@@ -16,7 +16,7 @@ included):
 
 For each: process and stage seconds, candidate and verified pairs (from
 report.json), and pair precision/recall of the run's clusters/ against the
-corpus `group` labels (neardup_spark.evaluate.pair_scores), also restricted to
+corpus `group` labels (neardup_spark.tools.evaluate.pair_scores), also restricted to
 the big clusters' documents and to the other documents. Prints a table with
 the skewed/baseline time and candidates ratios (target: time <= 2x, recall
 unchanged) and writes benchmarks/results/skew.json.
@@ -39,8 +39,8 @@ import pandas as pd
 from benchmarks import machine, save
 from benchmarks.scale import corpus_dir as scale_corpus_dir
 from benchmarks.scale import run_once
-from neardup_spark import corpus
-from neardup_spark.evaluate import pair_scores, recall_by_edit
+from neardup_spark.tools import corpus
+from neardup_spark.tools.evaluate import pair_scores, recall_by_edit
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results"
@@ -120,7 +120,7 @@ def pipeline_tree() -> dict:
 def source_digest() -> str:
     """SHA-256 over the pipeline's source files (corpus.py excluded) and conf/, as they are on disk now."""
     h = hashlib.sha256()
-    files = sorted(p for p in [*(ROOT / "neardup_spark").glob("*.py"), *(ROOT / "conf").glob("*.toml")]
+    files = sorted(p for p in [*(ROOT / "neardup_spark").rglob("*.py"), *(ROOT / "conf").glob("*.toml")]
                    if p.name != "corpus.py")
     for f in files:
         h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")

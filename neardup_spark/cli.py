@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import __version__
-from .config import Config, load_config, require_io_paths
-from .errors import NeardupError
+from neardup_spark.version import __version__
+from neardup_spark.config import Config, load_config, require_io_paths
+from neardup_spark.errors import NeardupError
 
 SAMPLE = Path(__file__).parent / "data" / "sample.jsonl.gz"
 
@@ -232,7 +232,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 
 def _cmd_params(args: argparse.Namespace) -> int:
-    from .params import advice, format_report, lsh_params, s_curve
+    from neardup_spark.kernels.lsh import advice, format_report, lsh_params, s_curve
 
     cfg = config_from_args(args)
     if cfg.match.mode == "containment":  # size classes of their own; the Jaccard bands are not used
@@ -249,9 +249,9 @@ def _cmd_params(args: argparse.Namespace) -> int:
 
 
 def _containment_params(cfg: Config, as_json: bool) -> int:
-    from . import containment
-    from .pipeline import run_advice
-    from .sketch import containment_classes
+    from neardup_spark.kernels import containment
+    from neardup_spark.stages.pipeline import run_advice
+    from neardup_spark.stages.sketch import containment_classes
 
     classes, t, perm = containment_classes(cfg), cfg.match.containment_threshold, cfg.minhash.num_perm
     notes = run_advice(cfg)  # what a run with this config reports
@@ -271,7 +271,7 @@ def _in_session(cfg: Config, work, preload: str = ""):
     import importlib
     import threading
 
-    from .session import local_input_bytes, owned_session
+    from neardup_spark.runtime.session import local_input_bytes, owned_session
 
     size = None if cfg.input.format == "table" else local_input_bytes(cfg.input.path)
     loader = threading.Thread(target=importlib.import_module, args=(preload,), daemon=True) if preload else None
@@ -306,16 +306,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _check_local_input(cfg)
     _check_output(cfg)
     if cfg.output.plots:
-        from .figures import check_can_plot
+        from neardup_spark.tools.figures import check_can_plot
 
         check_can_plot(cfg.output.path)  # before the JVM starts
 
     def work(spark):
-        from .pipeline import run
+        from neardup_spark.api import run
 
         return run(spark, cfg)
 
-    report = _in_session(cfg, work, preload="neardup_spark.pipeline")
+    report = _in_session(cfg, work, preload="neardup_spark.api")
     for note in loud_advice(report):
         print(f"neardup: warning: {note}", file=sys.stderr)
     if args.quiet:
@@ -328,9 +328,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _check_local_input(cfg: Config) -> None:
     """A local input path or glob that names nothing is reported before Spark starts
     (and prints its traces). Remote paths are checked once the session is up."""
-    from .paths import require_matches
-    from .session import planned_master
-    from .write import input_matches
+    from neardup_spark.runtime.paths import require_matches
+    from neardup_spark.runtime.session import planned_master
+    from neardup_spark.stages.write import input_matches
 
     if cfg.input.format == "table":
         return
@@ -340,8 +340,8 @@ def _check_local_input(cfg: Config) -> None:
 def _check_output(cfg: Config) -> None:
     """An output that exists (without overwrite), cannot be written or overlaps the input
     is reported before Spark starts."""
-    from .session import planned_master
-    from .write import check_output_free
+    from neardup_spark.runtime.session import planned_master
+    from neardup_spark.stages.write import check_output_free
 
     # A nightly batch may repair the output a killed run of it left (see nightly._output_free).
     check_output_free(cfg, planned_master(cfg.spark), may_exist=bool(cfg.index.append))
@@ -358,7 +358,7 @@ def _jaccard_range(text: str) -> tuple[float, float]:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from . import calibrate as cal
+    from neardup_spark.tools import calibrate as cal
 
     if args.labels:  # scoring a labelled file needs no Spark
         import pandas as pd
@@ -374,7 +374,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if not cfg.input.path:
         raise NeardupError("input.path is required (--input)")
     _check_local_input(cfg)
-    from .read import read_input
+    from neardup_spark.stages.read import read_input
 
     if args.sample_for_labelling is not None:
         if not args.output:
@@ -391,7 +391,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2) if args.json else cal.format_strata(summary))
         return 0
     if args.plots:
-        from .plots import require_matplotlib
+        from neardup_spark.tools.plots import require_matplotlib
 
         require_matplotlib()
     result = _in_session(
@@ -413,8 +413,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         clusters_path = f"{clusters_path}/clusters"
     elif not Path(clusters_path).exists() and ":" not in clusters_path.split("/")[0]:
         raise NeardupError(f"no clusters at {args.clusters!r}: give a run's output directory or its clusters/ table")
-    from .evaluate import score
-    from .read import read_input
+    from neardup_spark.tools.evaluate import score
+    from neardup_spark.stages.read import read_input
 
     def work(spark):
         raw = read_input(spark, cfg)
@@ -450,7 +450,7 @@ def _format_scores(result: dict) -> str:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from . import nightly
+    from neardup_spark.archive import nightly
 
     cfg = config_from_args(args)
     if args.index_command == "export":
@@ -471,7 +471,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from .corpus import CorpusSpec, write
+    from neardup_spark.tools.corpus import CorpusSpec, write
 
     spec = CorpusSpec(n_docs=args.docs, seed=args.seed, dup_share=args.dup_share)
     path = write(spec, args.output, args.format)
@@ -486,7 +486,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         argv.append("--quiet")
     rc = main(argv)
     if rc == 0 and not args.json:
-        from .paths import local_path
+        from neardup_spark.runtime.paths import local_path
 
         report = json.loads(Path(local_path(args.output), "report.json").read_text())
         counts = report["counts"]

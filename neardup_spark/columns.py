@@ -36,6 +36,9 @@ EMPTY = "empty"  # null or empty after normalisation: kept, never matched
 MATCH_EXACT = "exact"
 MATCH_NEAR = "near"
 
+# 16-byte MD5 of the raw text: the archive index tells a re-sent document from a changed one by it.
+TEXT_DIGEST = "text_digest"
+
 INTERNAL = frozenset(
     {DOC_ID, TEXT, IS_EMPTY, EXACT_HASH, EXACT_REP, SHINGLES, BUCKET, BANDS, NID,
      TEXT_LEN, STRIPPED, SIMHASH, SIMHASH_HI, QUERIES, CLUSTER_ID, IS_KEEPER, KEEPER_ID, STATUS}

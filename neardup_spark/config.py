@@ -16,13 +16,15 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import NeardupError
-from .params import MAX_NUM_PERM
+from neardup_spark.errors import NeardupError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
+
+
+MAX_NUM_PERM = 4096  # minhash.num_perm's upper bound
 
 
 class ConfigError(NeardupError, ValueError):
@@ -113,7 +115,7 @@ class SimHashConfig:
 
 @dataclass(frozen=True)
 class LshConfig:
-    # 0 means "choose from the threshold" (see neardup_spark.params).
+    # 0 means "choose from the threshold" (see neardup_spark.kernels.lsh).
     bands: int = 0
     rows: int = 0
     # The automatic choice keeps P(candidate) at far_fraction * threshold

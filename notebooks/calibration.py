@@ -16,8 +16,10 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from neardup_spark import Config, corpus, deduplicate, plots
-from neardup_spark.calibrate import (
+from neardup_spark import Config, deduplicate
+from neardup_spark.tools import corpus
+from neardup_spark.tools import plots
+from neardup_spark.tools.calibrate import (
     calibrate,
     format_labels,
     format_report,
@@ -25,13 +27,13 @@ from neardup_spark.calibrate import (
     score_labels,
 )
 from neardup_spark.errors import NeardupError
-from neardup_spark.evaluate import score
+from neardup_spark.tools.evaluate import score
 
 try:
     spark  # noqa: B018 - provided by Databricks and by the test harness
 except NameError:
     from neardup_spark.config import SparkConfig
-    from neardup_spark.session import build_session
+    from neardup_spark.runtime.session import build_session
 
     spark = SparkSession.getActiveSession() or build_session(SparkConfig(master="local[2]", shuffle_partitions=4))
 

@@ -17,14 +17,16 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import SparkSession
 
-from neardup_spark import Config, corpus, nightly, run
-from neardup_spark.index import open_index
+from neardup_spark import Config, run
+from neardup_spark.tools import corpus
+from neardup_spark.archive import nightly
+from neardup_spark.archive.index import open_index
 
 try:
     spark  # noqa: B018 - provided by Databricks and by the test harness
 except NameError:
     from neardup_spark.config import SparkConfig
-    from neardup_spark.session import build_session
+    from neardup_spark.runtime.session import build_session
 
     spark = SparkSession.getActiveSession() or build_session(SparkConfig(master="local[2]", shuffle_partitions=4))
 

@@ -12,13 +12,13 @@ from pyspark.sql import SparkSession
 
 from neardup_spark import Config, deduplicate
 from neardup_spark.cli import SAMPLE
-from neardup_spark.params import format_report, lsh_params
+from neardup_spark.kernels.lsh import format_report, lsh_params
 
 try:
     spark  # noqa: B018 - provided by Databricks and by the test harness
 except NameError:
     from neardup_spark.config import SparkConfig
-    from neardup_spark.session import build_session
+    from neardup_spark.runtime.session import build_session
 
     spark = SparkSession.getActiveSession() or build_session(SparkConfig(master="local[2]", shuffle_partitions=4))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 
-from neardup_spark import index as ix
+from neardup_spark.archive import index as ix
 
 
 def manifest(version: int, parts: list[str]) -> dict:

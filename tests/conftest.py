@@ -26,7 +26,7 @@ def _class_cache_in_tmp(tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from neardup_spark.config import SparkConfig
-    from neardup_spark.session import build_session
+    from neardup_spark.runtime.session import build_session
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     conf = {

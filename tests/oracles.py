@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter, defaultdict
 
-from neardup_spark.normalise import normalise_text
+from neardup_spark.kernels.normalise import normalise_text
 
 
 def word_shingles(norm: str, k: int) -> frozenset:

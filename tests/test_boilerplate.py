@@ -7,11 +7,13 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from neardup_spark import Config, boilerplate, corpus, deduplicate
+from neardup_spark import Config, deduplicate
+from neardup_spark.stages import boilerplate
+from neardup_spark.tools import corpus
 from neardup_spark.config import BoilerplateConfig, ConfigError, NormaliseConfig
 from neardup_spark.errors import NeardupError
-from neardup_spark.evaluate import pair_scores
-from neardup_spark.normalise import normalise_series, normalise_text
+from neardup_spark.tools.evaluate import pair_scores
+from neardup_spark.kernels.normalise import normalise_series, normalise_text
 
 ALPHABET = list("abc ABC\n\r\t.!?,;-'\u00a0\u2028\u0301\u00e9\ufb01\uff21\u0130\x85\x0b\x1c 12") + ["\r\n", ". "]
 

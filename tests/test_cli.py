@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from neardup_spark import cli, corpus
+from neardup_spark import cli
+from neardup_spark.tools import corpus
 
 from . import oracles
 
@@ -246,7 +247,7 @@ def test_simhash_options_reach_the_config():
 
 
 def test_advice_reaches_stderr_for_pinned_or_weak_lsh_only():
-    from neardup_spark.params import advice, resolve
+    from neardup_spark.kernels.lsh import advice, resolve
 
     def report(lsh):
         return {"lsh": lsh.as_dict(), "advice": advice(lsh, 1 / 3, 0.05)}
@@ -259,7 +260,7 @@ def test_advice_reaches_stderr_for_pinned_or_weak_lsh_only():
 
 
 def test_containment_advice_reaches_stderr_when_a_size_class_misses_most_pairs():
-    from neardup_spark.containment import advice, size_classes
+    from neardup_spark.kernels.containment import advice, size_classes
 
     def report(num_perm):
         classes = size_classes(0.8, num_perm, 16)
@@ -303,7 +304,7 @@ def test_run_and_nightly_batches_under_spark_connect(spark, tmp_path):
                            *batches], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     from neardup_spark import Config
-    from neardup_spark.pipeline import run
+    from neardup_spark.api import run
 
     run(spark, Config().with_overrides({"input.path": SAMPLE, "input.format": "jsonl",
                                         "output.path": str(tmp_path / "classic")}))
@@ -337,7 +338,7 @@ def test_the_cli_runs_through_spark_connect(tmp_path):
 def test_the_package_zip_for_a_connect_server_holds_every_module():
     import zipfile
 
-    from neardup_spark.session import package_zip
+    from neardup_spark.runtime.session import package_zip
 
     names = set(zipfile.ZipFile(package_zip()).namelist())
     here = Path(cli.__file__).parent

@@ -6,7 +6,7 @@ import networkx as nx
 import pytest
 
 from neardup_spark import columns as C
-from neardup_spark.components import connected_components
+from neardup_spark.stages.components import connected_components
 from neardup_spark.config import Config
 from neardup_spark.errors import BackendError
 
@@ -80,7 +80,7 @@ def test_driver_path_only_below_its_limit(spark):
 def test_driver_components_on_scrambled_paths_and_random_graphs():
     import numpy as np
 
-    from neardup_spark.components import driver_components
+    from neardup_spark.stages.components import driver_components
 
     order = np.random.default_rng(1).permutation(100_000)
     nodes, labels = driver_components(order[:-1], order[1:])

@@ -7,8 +7,8 @@ import pytest
 
 from neardup_spark import Config, deduplicate
 from neardup_spark.config import ConfigError
-from neardup_spark.containment import advice, size_classes
-from neardup_spark.params import candidate_probability
+from neardup_spark.kernels.containment import advice, size_classes
+from neardup_spark.kernels.lsh import candidate_probability
 
 VOCAB = [f"w{i}" for i in range(30_000)]
 
@@ -44,7 +44,7 @@ def test_size_classes_catch_their_jaccard_floor():
 
 
 def test_advice_speaks_of_the_size_classes_not_of_jaccard_bands():
-    from neardup_spark.pipeline import run_advice
+    from neardup_spark.stages.pipeline import run_advice
 
     cfg = Config().with_overrides({"match.mode": "containment"})
     assert run_advice(cfg) == []  # every class catches its floor at num_perm 128

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neardup_spark import corpus
-from neardup_spark.normalise import normalise_text
+from neardup_spark.tools import corpus
+from neardup_spark.kernels.normalise import normalise_text
 
 from .test_hashing import py_shingles
 
@@ -83,7 +83,7 @@ def test_default_output_is_unchanged(kwargs, first, digest):
 
 
 def test_bundled_sample_is_the_seed_11_corpus():
-    sample_path = Path(corpus.__file__).parent / "data" / "sample.jsonl.gz"
+    sample_path = Path(corpus.__file__).parents[1] / "data" / "sample.jsonl.gz"
     with gzip.open(sample_path, "rt", encoding="utf-8") as fh:
         sample = [json.loads(line) for line in fh]
     rows = corpus.generate(corpus.CorpusSpec(n_docs=1000, seed=11))

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from neardup_spark.errors import InputError
-from neardup_spark.evaluate import (
+from neardup_spark.tools.evaluate import (
     PairScores,
     adjusted_rand_index,
     pair_scores,

@@ -4,10 +4,11 @@ hdfs:// and s3a://): committers in separate JVM processes, and a nightly sequenc
 import pandas as pd
 import pytest
 
-from neardup_spark import Config, cli, nightly
-from neardup_spark import index as ix
-from neardup_spark.filestore import HadoopStore, LocalStore, store_for
-from neardup_spark.pipeline import run
+from neardup_spark import Config, cli
+from neardup_spark.archive import nightly
+from neardup_spark.archive import index as ix
+from neardup_spark.runtime.filestore import HadoopStore, LocalStore, store_for
+from neardup_spark.api import run
 
 from .commit_race import race
 

@@ -17,8 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from neardup_spark import Config, cli, corpus, nightly
-from neardup_spark.pipeline import run
+from neardup_spark import Config, cli
+from neardup_spark.tools import corpus
+from neardup_spark.archive import nightly
+from neardup_spark.api import run
 
 GOLDEN = Path(__file__).parent / "golden" / "outputs.json"
 UPDATE = os.environ.get("NEARDUP_UPDATE_GOLDEN") == "1"

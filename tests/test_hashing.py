@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from neardup_spark import hashing as H
+from neardup_spark.kernels import hashing as H
 
 
 def py_shingles(text: str, k: int) -> set[tuple[str, ...]]:
@@ -117,7 +117,7 @@ def test_mix64_is_a_bijection_on_a_sample():
 
 
 def test_ranges_under_cover_every_item_once_within_the_cap():
-    from neardup_spark.hashing import ranges_under
+    from neardup_spark.kernels.hashing import ranges_under
 
     weights = np.array([3, 1, 1, 9, 0, 2, 2, 2, 5])
     got = list(ranges_under(weights, 4))
@@ -132,7 +132,7 @@ def test_utf8_word_units_hash_every_token_as_the_code_point_path_does(punctuatio
     # The sketch finds words in UTF-8 with Arrow's dictionary encoding; the hashes must be
     # the code-point path's, token for token, or signatures (and archive indexes) change.
     from neardup_spark.config import NormaliseConfig
-    from neardup_spark.normalise import normalised_codepoints, normalised_utf8
+    from neardup_spark.kernels.normalise import normalised_codepoints, normalised_utf8
 
     opts = NormaliseConfig(punctuation=punctuation)
     rng = np.random.default_rng(5)

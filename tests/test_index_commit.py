@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from neardup_spark import index as ix
+from neardup_spark.archive import index as ix
 
-from neardup_spark.filestore import LocalStore
+from neardup_spark.runtime.filestore import LocalStore
 
 from .commit_race import manifest as _manifest
 from .commit_race import race

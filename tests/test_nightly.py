@@ -11,11 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from neardup_spark import Config, cli, nightly
+from neardup_spark import Config, cli
+from neardup_spark.archive import nightly
 from neardup_spark.errors import InputError, NeardupError
-from neardup_spark.index import IndexError_, open_index
-from neardup_spark.pipeline import run
-from neardup_spark.write import copy_tables
+from neardup_spark.archive.index import IndexError_, open_index
+from neardup_spark.api import run
+from neardup_spark.stages.write import copy_tables
 
 from . import oracles
 
@@ -134,7 +135,7 @@ def test_rerunning_a_batch_changes_nothing_and_repeats_its_output(spark, appende
     report = run(spark, cfg)
     assert report["replayed"] and open_index(index).manifest == before
     # Without a JVM at hand (Spark Connect) the stored output is read and written by Spark instead.
-    from neardup_spark import paths
+    from neardup_spark.runtime import paths
 
     monkeypatch.setattr(paths, "hadoop", lambda spark: None)
     assert run(spark, cfg.with_overrides({"output.path": str(work / "again1-spark")}))["replayed"]
@@ -326,7 +327,7 @@ def test_replace_reclusters_without_the_old_text(spark, batches, tmp_path):
 
 
 def test_parameters_an_older_index_does_not_record_count_as_their_defaults():
-    from neardup_spark.index import check_params, params_of
+    from neardup_spark.archive.index import check_params, params_of
 
     cfg = Config()
     old = params_of(cfg)

@@ -2,7 +2,7 @@ import pandas as pd
 import pytest
 
 from neardup_spark.config import NormaliseConfig
-from neardup_spark.normalise import normalise_series, normalise_text
+from neardup_spark.kernels.normalise import normalise_series, normalise_text
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def test_every_whitespace_character_is_a_separator():
     # Collapsing runs of " " after translate equals split/join only if no other whitespace survives it.
     import sys
 
-    from neardup_spark.normalise import _separator_table
+    from neardup_spark.kernels.normalise import _separator_table
 
     table = _separator_table()
     spaces = [cp for cp in range(sys.maxunicode + 1) if chr(cp).isspace()]
@@ -52,7 +52,7 @@ def _reference(text, opts):
     """Normalisation written the plain way (one string at a time): the oracle for the numpy path."""
     import unicodedata
 
-    from neardup_spark.normalise import _separator_table
+    from neardup_spark.kernels.normalise import _separator_table
 
     if opts.nfkc:
         text = unicodedata.normalize("NFKC", text)
@@ -101,7 +101,7 @@ def test_table_normalisation_matches_str_methods_on_mixed_batches(opts, in_place
     # Every text must come out as the plain definition, wherever it sits in the batch.
     import numpy as np
 
-    from neardup_spark import normalise
+    from neardup_spark.kernels import normalise
 
     if in_place:
         monkeypatch.setattr(normalise, "_wide_utf8", None)  # the code point path must not run
@@ -128,7 +128,7 @@ def test_table_normalisation_matches_str_methods_on_mixed_batches(opts, in_place
 
 def test_invalid_utf8_bytes_are_decoded_as_replacement_characters():
     # U+FFFD is a symbol, so it separates words like any other.
-    from neardup_spark.normalise import normalised_utf8
+    from neardup_spark.kernels.normalise import normalised_utf8
 
     data, offsets = normalised_utf8([b"caf\xe9OK", "Caf\u00e9"], NormaliseConfig())
     assert bytes(data).decode() == "caf ok café "
@@ -141,7 +141,7 @@ def test_invalid_utf8_bytes_are_decoded_as_replacement_characters():
 def test_lower_case_table_is_str_lower_for_every_code_point():
     import sys
 
-    from neardup_spark.normalise import _lower_table
+    from neardup_spark.kernels.normalise import _lower_table
 
     table = _lower_table()
     for cp in range(sys.maxunicode + 1):
@@ -169,7 +169,7 @@ def test_texts_skipping_nfkc_still_come_out_as_nfkc_makes_them(opts):
     # composes with the one before it (a vowel sign after its consonant, Hangul jamo)
     # or that NFKC maps elsewhere must send its text through NFKC: every composable pair
     # of Unicode, both orders, between ASCII and beside inert characters.
-    from neardup_spark.normalise import normalised_utf8
+    from neardup_spark.kernels.normalise import normalised_utf8
 
     texts = [f"A{x}{y}b \u201cQ\u201d" for x, y in _canonical_pairs()]
     texts += [f"{y}{x}" for x, y in _canonical_pairs()]
@@ -186,7 +186,7 @@ def test_inert_characters_are_a_subset_of_what_nfkc_leaves_alone():
 
     import numpy as np
 
-    from neardup_spark.normalise import _nfkc_inert
+    from neardup_spark.kernels.normalise import _nfkc_inert
 
     inert = _nfkc_inert()
     seconds = {ord(y) for _, y in _canonical_pairs()}
@@ -202,7 +202,7 @@ def test_inert_characters_are_a_subset_of_what_nfkc_leaves_alone():
 def test_typographic_text_is_normalised_without_str_methods(monkeypatch):
     # Curly quotes, dashes and accented letters are the common non-ASCII characters of
     # real text: they must take the UTF-8 tables, not the per-text str path.
-    from neardup_spark import normalise
+    from neardup_spark.kernels import normalise
 
     def refuse(text, opts):
         raise AssertionError(f"str path taken for {text!r}")

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from neardup_spark import params as P
+from neardup_spark.kernels import lsh as P
 
 
 def test_seed_figure_threshold_03():

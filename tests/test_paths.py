@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from neardup_spark import cli, paths
+from neardup_spark import cli
+from neardup_spark.runtime import paths
 
 SAMPLE = str(cli.SAMPLE)
 
@@ -94,7 +95,7 @@ def test_a_glob_that_matches_nothing_is_an_error_before_spark(tmp_path, capsys):
 def test_the_session_resolves_globs_and_refuses_overlap(spark, tmp_path):
     """Inside `run`, paths go through the session's Hadoop FileSystem (file: URIs here)."""
     from neardup_spark.config import Config
-    from neardup_spark.write import check_paths
+    from neardup_spark.stages.write import check_paths
 
     prev = _earlier_run(tmp_path)
     cfg = Config().with_overrides({"input.path": f"file://{prev}/deduplicated/*.json.gz", "input.format": "jsonl",
@@ -111,7 +112,7 @@ def test_the_session_resolves_globs_and_refuses_overlap(spark, tmp_path):
 def test_a_scheme_without_its_connector_is_refused_before_work(spark, tmp_path):
     from neardup_spark.config import Config
     from neardup_spark.errors import NeardupError
-    from neardup_spark.write import check_paths
+    from neardup_spark.stages.write import check_paths
 
     cfg = Config().with_overrides({"input.path": SAMPLE, "input.format": "jsonl", "output.path": "s3a://bucket/out"})
     with pytest.raises(NeardupError, match="no connector for this scheme.*hadoop-aws"):

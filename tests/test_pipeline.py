@@ -7,11 +7,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
-from neardup_spark import corpus
+from neardup_spark.tools import corpus
 from neardup_spark.config import Config
 from neardup_spark.errors import InputError
-from neardup_spark.params import candidate_probability, lsh_params
-from neardup_spark.pipeline import deduplicate
+from neardup_spark.kernels.lsh import candidate_probability, lsh_params
+from neardup_spark.stages.pipeline import deduplicate
 
 from . import oracles
 
@@ -136,7 +136,7 @@ def test_same_clusters_and_pairs_at_1_3_and_8_partitions_with_star_buckets(spark
 
 
 def test_clashing_internal_ids_take_the_next_salt(spark, rows, monkeypatch):
-    from neardup_spark import read
+    from neardup_spark.stages import read
 
     real = read.internal_id
     monkeypatch.setattr(read, "internal_id", lambda doc_id, salt: F.lit(7).cast("long") if salt == 0 else real(doc_id, salt))
@@ -230,7 +230,7 @@ def test_earliest_compares_instants_not_strings(spark):
 
 
 def test_unreadable_path_is_an_input_error(spark, tmp_path):
-    from neardup_spark.read import read_input
+    from neardup_spark.stages.read import read_input
 
     cfg = Config().with_overrides({"input.path": str(tmp_path / "missing"), "input.format": "parquet"})
     with pytest.raises(InputError, match="cannot read parquet input"):
@@ -243,7 +243,7 @@ def _jsonl(path, lines: list[bytes]) -> str:
 
 
 def _read_jsonl(spark, path: str):
-    from neardup_spark.read import read_input
+    from neardup_spark.stages.read import read_input
 
     return read_input(spark, Config().with_overrides({"input.path": path, "input.format": "jsonl"}))
 
@@ -303,10 +303,10 @@ def test_json_without_objects_is_a_one_line_error(spark, tmp_path, lines, messag
 def test_python_workers_are_warmed_once_per_session(spark):
     # `run` starts the warm-up before it reads the input; `checked_documents` then gets
     # the same thread back instead of a second one-row job.
-    from neardup_spark.pipeline import _warm_python_workers
+    from neardup_spark.stages.pipeline import warm_python_workers
 
-    first = _warm_python_workers(spark)
-    assert _warm_python_workers(spark) is first
+    first = warm_python_workers(spark)
+    assert warm_python_workers(spark) is first
     first.join(timeout=120)
     assert not first.is_alive()
-    assert _warm_python_workers(spark) is first
+    assert warm_python_workers(spark) is first

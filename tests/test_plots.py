@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neardup_spark import plots
+from neardup_spark.tools import plots
 from neardup_spark.errors import NeardupError
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

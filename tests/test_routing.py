@@ -3,7 +3,7 @@
 import pytest
 from pyspark.sql import functions as F
 
-from neardup_spark.routing import DEFAULT_PARTITIONS, route, route_keys, shuffle_partitions, spark_hash_long
+from neardup_spark.runtime.routing import DEFAULT_PARTITIONS, route, route_keys, shuffle_partitions, spark_hash_long
 
 
 def test_hash_matches_spark_on_any_long(spark):

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from pyspark import SparkContext
 
-from neardup_spark import cli, session
+from neardup_spark import cli
+from neardup_spark.runtime import session
 from neardup_spark.config import SparkConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,7 +123,7 @@ def test_cli_makes_the_archive_then_uses_it(tmp_path):
 _STOP = r"""
 import threading, time
 from pyspark.sql import SparkSession
-from neardup_spark.session import stop_without_waiting
+from neardup_spark.runtime.session import stop_without_waiting
 
 def session():
     return SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
@@ -191,12 +192,12 @@ def test_local_workers_fork_with_the_kernels_loaded(spark):
 
         import pyarrow as pa
 
-        normalise = sys.modules.get("neardup_spark.normalise")
+        normalise = sys.modules.get("neardup_spark.kernels.normalise")
         built = normalise._translation.cache_info().currsize if normalise else -1
         for _ in batches:
             yield pa.RecordBatch.from_pydict({"built": [built]})
 
-    assert spark.conf.get("spark.python.daemon.module") == "neardup_spark.worker_daemon"
+    assert spark.conf.get("spark.python.daemon.module") == "neardup_spark.runtime.worker_daemon"
     assert {r["built"] for r in spark.range(2, numPartitions=2).mapInArrow(probe, "built long").collect()} == {2}
 
 
@@ -204,7 +205,7 @@ def test_worker_daemon_freezes_what_it_loaded():
     # In a fresh interpreter, as Spark starts the daemon: after prepare() the imported
     # modules sit in the permanent generation, so a worker's per-task gc.collect()
     # no longer walks them.
-    code = ("import gc; from neardup_spark import worker_daemon; worker_daemon.prepare(); "
+    code = ("import gc; from neardup_spark.runtime import worker_daemon; worker_daemon.prepare(); "
             "import sys; print(gc.get_freeze_count(), 'pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert int(out[0]) > 10_000 and out[1] == "True"

@@ -6,8 +6,8 @@ import itertools
 import numpy as np
 import pytest
 
-from neardup_spark import simhash
-from neardup_spark.hashing import mix64
+from neardup_spark.kernels import simhash
+from neardup_spark.kernels.hashing import mix64
 
 _SALTS = (0xD6E8FEB86659FD93, 0xA0761D6478BD642F)
 
@@ -59,7 +59,7 @@ def test_tf_weights_count_each_occurrence():
 
 
 def test_shingle_counts_are_occurrences_in_the_text():
-    from neardup_spark import hashing
+    from neardup_spark.kernels import hashing
 
     texts = ["a b c a b c a b c", "x y", "", "p q r s"]
     values, offsets, counts = hashing.shingle_texts(texts, "word", 3, 1, with_counts=True)
@@ -150,9 +150,11 @@ def test_bad_layouts_are_refused():
 def test_pipeline_clusters_are_the_components_of_all_pairs_within_k(spark, bits, weighting, k):
     import pandas as pd
 
-    from neardup_spark import Config, cli, deduplicate, hashing
-    from neardup_spark.params import lsh_params
-    from neardup_spark.sketch import SimHashLayout, sketch_frame
+    from neardup_spark import Config, cli, deduplicate
+    from neardup_spark.kernels import hashing
+    from neardup_spark.kernels.lsh import lsh_params
+    from neardup_spark.stages.sketch import SimHashLayout
+    from neardup_spark.kernels.sketch import sketch_frame
 
     from . import oracles
 

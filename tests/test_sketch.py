@@ -7,12 +7,12 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from neardup_spark import hashing as H
+from neardup_spark.kernels import hashing as H
 from neardup_spark.config import Config
-from neardup_spark.normalise import normalise_text
-from neardup_spark.params import lsh_params
-from neardup_spark.sketch import band_keys, digest, sketch_frame
-from neardup_spark.verify import pair_sizes, set_arrays
+from neardup_spark.kernels.normalise import normalise_text
+from neardup_spark.kernels.lsh import lsh_params
+from neardup_spark.kernels.sketch import band_keys, digest, sketch_frame
+from neardup_spark.stages.verify import pair_sizes, set_arrays
 
 CFG = Config()
 LSH = lsh_params(CFG)

@@ -5,16 +5,16 @@ import pytest
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
-from neardup_spark.banding import representatives
-from neardup_spark.candidates import candidate_pairs, representative_pairs
+from neardup_spark.stages.banding import representatives
+from neardup_spark.stages.candidates import candidate_pairs, representative_pairs
 from neardup_spark.config import Config
-from neardup_spark.exact import exact_copies, exact_edges
-from neardup_spark.keepers import choose_keepers
-from neardup_spark.params import lsh_params
-from neardup_spark.read import spread
-from neardup_spark.sketch import sketch
-from neardup_spark.verify import PARTITION_SET_BYTES, intersected, partitions, verify
-from neardup_spark.write import keeper_rows
+from neardup_spark.stages.exact import exact_copies, exact_edges
+from neardup_spark.stages.keepers import choose_keepers
+from neardup_spark.kernels.lsh import lsh_params
+from neardup_spark.stages.read import spread
+from neardup_spark.stages.sketch import sketch
+from neardup_spark.stages.verify import PARTITION_SET_BYTES, intersected, partitions, verify
+from neardup_spark.stages.write import keeper_rows
 
 
 def cfg(**overrides):
@@ -205,9 +205,9 @@ def _brute_pairs(rows, limit):
 
 @pytest.mark.parametrize("batch", [7, 1 << 20])  # chunked output, one chunk
 def test_bucket_pairs_against_brute_force(monkeypatch, batch):
-    from neardup_spark import candidates
+    from neardup_spark.kernels import buckets
 
-    monkeypatch.setattr(candidates, "_BATCH_PAIRS", batch)
+    monkeypatch.setattr(buckets, "_BATCH_PAIRS", batch)
     rng = np.random.default_rng(3)
     for limit in (2, 4, 16):
         # bucket sizes from 1 to 40, random ids (some negative), an id twice in one bucket
@@ -217,14 +217,15 @@ def test_bucket_pairs_against_brute_force(monkeypatch, batch):
         nid[1] = nid[0]
         perm = rng.permutation(len(nid))
         nid, bucket = nid[perm], bucket[perm]
-        got = [(int(a), int(b)) for xa, xb in candidates.bucket_pairs(nid, bucket, limit) for a, b in zip(xa, xb)]
+        got = [(int(a), int(b)) for xa, xb in buckets.bucket_pairs(nid, bucket, limit) for a, b in zip(xa, xb)]
         assert set(got) == _brute_pairs(zip(nid.tolist(), bucket.tolist()), limit)
         assert all(a < b for a, b in got)
-    assert list(candidates.bucket_pairs(np.array([5]), np.array([1]), 4)) == []
+    assert list(buckets.bucket_pairs(np.array([5]), np.array([1]), 4)) == []
 
 
 def test_group_keys_keep_every_key_once_and_a_bucket_in_one_group():
-    from neardup_spark.candidates import group_keys, key_groups
+    from neardup_spark.stages.candidates import group_keys
+    from neardup_spark.kernels.buckets import key_groups
 
     rng = np.random.default_rng(5)
     nid = rng.permutation(np.arange(-50, 50))[:40]
@@ -255,11 +256,11 @@ def test_representative_pairs_against_brute_force_on_either_layout(spark, parts)
 
 def test_huge_bucket_all_pairs_in_chunks(monkeypatch):
     # SimHash has no bucket limit: a bucket bigger than one output batch is paired row by row.
-    from neardup_spark import candidates
+    from neardup_spark.kernels import buckets
 
-    monkeypatch.setattr(candidates, "_BATCH_PAIRS", 10)
+    monkeypatch.setattr(buckets, "_BATCH_PAIRS", 10)
     nid = np.arange(30, 0, -1)
-    chunks = list(candidates.bucket_pairs(nid, np.zeros(30, dtype=np.int64), 2**62))
+    chunks = list(buckets.bucket_pairs(nid, np.zeros(30, dtype=np.int64), 2**62))
     got = {(int(a), int(b)) for xa, xb in chunks for a, b in zip(xa, xb)}
     assert got == {(a, b) for a in range(1, 31) for b in range(a + 1, 31)}
     assert max(len(a) for a, _ in chunks) <= 29

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from neardup_spark import Config, nightly
+from neardup_spark import Config
+from neardup_spark.archive import nightly
 from neardup_spark.cli import SAMPLE
-from neardup_spark.pipeline import run
+from neardup_spark.api import run
 
 work, batches = Path(sys.argv[1]), sys.argv[2:5]
 spark = SparkSession.builder.remote("local[2]").config("spark.sql.shuffle.partitions", "4").getOrCreate()

@@ -1,0 +1,163 @@
+"""The public API: what the CLI, the spark-submit job, the notebooks and the tests call.
+
+    from neardup_spark import deduplicate
+    result = deduplicate(df, id_col="url", text_col="body", threshold=0.5, keep="earliest")
+    result.deduplicated.write.parquet("dedup/")
+
+The common settings are keyword arguments; a `Config` (`load_config(...)`, or
+`Config().with_overrides({...})`) carries the rest. Keyword arguments win over
+the config, and the result is validated in one place (`neardup_spark.config`).
+
+`run`, `build_index`, `append` and `export` read and write paths (cfg.input,
+cfg.output, cfg.index) in the SparkSession they are given; `deduplicate`,
+`calibrate` and `evaluate` take and return DataFrames and write nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+
+from neardup_spark.archive import nightly
+from neardup_spark.config import Config, ConfigError, require_io_paths
+from neardup_spark.runtime.paths import local_path
+from neardup_spark.runtime.session import is_local_master, master_of
+from neardup_spark.runtime.storage import checkpoint_dir, probe_executor_writes
+from neardup_spark.stages import pipeline
+from neardup_spark.stages.components import check_backend
+from neardup_spark.stages.pipeline import DedupResult
+from neardup_spark.stages.read import read_input
+from neardup_spark.stages.write import check_paths, write_report, write_tables
+from neardup_spark.tools import calibrate as _calibrate
+from neardup_spark.tools import evaluate as _evaluate
+from neardup_spark.tools import figures
+
+__all__ = ["DedupResult", "append", "build_index", "calibrate", "deduplicate", "evaluate", "export", "options",
+           "read", "run"]
+
+
+def options(
+    config: Config | None = None,
+    *,
+    id_col: str | None = None,
+    text_col: str | None = None,
+    threshold: float | None = None,
+    keep: str | Sequence[str] | None = None,
+    method: str | None = None,
+    mode: str | None = None,
+) -> Config:
+    """`config` (default: the built-in defaults) with the keyword settings applied and validated.
+
+    threshold: the similarity a pair needs: exact Jaccard (verify.threshold),
+    or in containment mode the containment (match.containment_threshold).
+    SimHash matches by Hamming distance (simhash.hamming_distance); there a
+    threshold is the extra Jaccard check and needs simhash.verify_jaccard.
+    keep: a keeper rule ("earliest", "source_priority", "longest",
+    "smallest_id") or several, applied in order.
+    """
+    cfg = config if config is not None else Config()
+    if config is not None and not isinstance(config, Config):
+        raise ConfigError(f"config must be a neardup_spark.Config; got {type(config).__name__}")
+    overrides: dict[str, Any] = {"input.id_col": id_col, "input.text_col": text_col,
+                                 "match.method": method, "match.mode": mode}
+    if keep is not None:
+        overrides["keeper.rules"] = [keep] if isinstance(keep, str) else list(keep)
+    cfg = cfg.with_overrides(overrides)
+    if threshold is not None:
+        if cfg.match.mode == "containment":
+            key = "match.containment_threshold"
+        elif cfg.match.method == "simhash" and not cfg.simhash.verify_jaccard:
+            raise ConfigError("SimHash matches by Hamming distance: set simhash.hamming_distance in the config, "
+                              "or simhash.verify_jaccard=true for threshold to be the extra Jaccard check")
+        else:
+            key = "verify.threshold"
+        cfg = cfg.with_overrides({key: threshold})
+    return cfg
+
+
+def deduplicate(df: DataFrame, config: Config | None = None, **settings: Any) -> DedupResult:
+    """Near-duplicates of `df` found, clustered and resolved to one keeper per cluster.
+
+    `df` has an id column and a text column (cfg.input.id_col and text_col,
+    or the id_col= and text_col= keywords); the other keywords are those of
+    `options`. The result's DataFrames are persisted: call
+    `result.unpersist()` when done. Nothing is written.
+    """
+    return pipeline.deduplicate(df, options(config, **settings))
+
+
+def read(spark: SparkSession, config: Config) -> DataFrame:
+    """cfg.input read as the pipeline reads it (format, columns, malformed lines refused)."""
+    return read_input(spark, config)
+
+
+def run(spark: SparkSession, cfg: Config) -> dict:
+    """Read cfg.input, deduplicate, write cfg.output; returns the report.
+
+    With index.append, the input is a batch checked against the archive
+    index and appended to it (see `append`)."""
+    if cfg.index.append:
+        return append(spark, cfg)
+    require_io_paths(cfg)
+    check_paths(cfg, master_of(spark), spark)
+    check_backend(spark, cfg)
+    if not is_local_master(master_of(spark)):
+        probe_executor_writes(spark, cfg.output.path)
+    if cfg.output.plots:
+        figures.check_can_plot(cfg.output.path)
+    start = time.perf_counter()
+    # The worker daemon starts while the input's schema is read: the sketch stage
+    # otherwise waited ~0.5 s for it at 100k documents.
+    warming = pipeline.warm_python_workers(spark)
+    try:
+        raw = read_input(spark, cfg)
+    except Exception:
+        warming.join(timeout=60)  # see pipeline.checked_documents
+        raise
+    # The checkpoints stay until the tables are written: a cached frame evicted meanwhile
+    # is recomputed from them.
+    with checkpoint_dir(spark, cfg, cfg.output.path):
+        result = pipeline.deduplicate(raw, cfg)
+        writing = pipeline.Stages(spark)
+        with writing.stage("write"):
+            write_tables(spark, result, cfg.output.path, cfg.output.mode)
+    result.report["stage_seconds"]["write"] = writing.seconds["write"]
+    if cfg.output.plots:
+        with writing.stage("plots"):
+            result.report["plots"] = figures.write_run_plots(result, cfg, local_path(cfg.output.path))
+        result.report["stage_seconds"]["plots"] = writing.seconds["plots"]
+    result.report["wall_seconds"] = round(time.perf_counter() - start, 3)
+    result.report["output"] = cfg.output.path
+    write_report(result.report, cfg.output.path, spark)
+    result.unpersist()
+    return result.report
+
+
+def build_index(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
+    """A new archive index at cfg.index.path from cfg.input (and, with `output`, a run's tables there)."""
+    return nightly.build(spark, cfg, output)
+
+
+def append(spark: SparkSession, cfg: Config) -> dict:
+    """cfg.input as tonight's batch: checked against the index at cfg.index.path, written to
+    cfg.output.path and appended to the index in one commit."""
+    return nightly.append(spark, cfg)
+
+
+def export(spark: SparkSession, index_path: str, output: str, mode: str = "errorifexists") -> int:
+    """The current clusters of every archived document written to `output`/clusters; returns their number."""
+    return nightly.export(spark, index_path, output, mode)
+
+
+def calibrate(df: DataFrame, config: Config | None = None, *, pairs: int = 5000, seed: int = 1,
+              margin: float = 0.05, floor: float = 0.3, **settings: Any) -> _calibrate.Calibration:
+    """The random-pair Jaccard distribution of `df`, and the threshold and (bands, rows) it suggests."""
+    return _calibrate.calibrate(df, options(config, **settings), pairs=pairs, seed=seed, margin=margin, floor=floor)
+
+
+def evaluate(clusters: DataFrame, labels: DataFrame, **kwargs: Any) -> dict:
+    """A run's clusters scored against labelled groups: pair precision, recall, F1, adjusted Rand
+    (see `tools.evaluate.score` for the keywords)."""
+    return _evaluate.score(clusters, labels, **kwargs)

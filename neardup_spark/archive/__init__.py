@@ -1,0 +1,1 @@
+"""The archive index (format and commit protocol) and the nightly append."""

@@ -1,0 +1,365 @@
+"""The archive index: what a nightly batch needs of the archive, as files, versioned.
+
+Layout (a local or mounted directory)::
+
+    INDEX/
+      manifest.json              the current version: its parts, the parameters, the batches applied
+      manifests/v00001.json ...  every version's manifest, kept for audit
+      parts/<part>/docs/         one row per document added by the part:
+                                 doc_id, text_digest, exact_hash, shingles, text_len, is_empty, keeper columns
+      parts/<part>/bands/        (bucket, doc_id) of the part's banded documents, partitioned by
+                                 bucket range (the top 4 bits; rows within a file are in no order):
+                                 a lookup reads an 8-byte bucket and the id per band and document,
+                                 never texts or shingle sets
+      parts/<part>/assign/       doc_id, cluster_id, is_keeper, keeper_id, status: the assignment this
+                                 part set (its own documents and archived ones whose cluster changed)
+      parts/<part>/output/       the batch's own results (clusters/, pairs/), re-emitted on a re-run;
+                                 the pairs are also the stored edges a replacement re-clusters from
+      parts/<part>/boilerplate/  (build only, when stripping is on) the stripped line keys
+      parts/<part>/removed/      (replacing runs) ids whose earlier rows no longer count: their text changed
+
+A document's current assignment is its row in the newest listed part that
+assigns it. Parts are written completely, under a fresh name, before any
+manifest names them. The commit is one create-if-absent step: the next
+version's `manifests/vNNNNN.json` is written whole to a temporary name and
+hard-linked into place, which fails if that version exists. Of two runs
+that commit the same version, exactly one lands; the other changes nothing
+and says to run again. Readers take the newest version in `manifests/`; a
+run killed at any point leaves either the old newest version (its part an
+orphan nobody reads) or the new one, complete: the next run needs no
+repair. `manifest.json` is a copy of the newest version for people and
+older releases to read (format 2 stops releases that committed by rename).
+
+Per document, at P=128, b=42 (threshold 0.3): ~1.3 kB of shingle set for a
+~350-word article (4 bytes a distinct 5-shingle), 42 x 16 bytes of band rows,
+16 + 16 bytes of digests, plus ids and assignments: ~2 kB before compression.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from neardup_spark.version import __version__
+from neardup_spark import columns as C
+from neardup_spark.config import Config, to_dict
+from neardup_spark.errors import NeardupError
+from neardup_spark.stages.exact import text_digest  # noqa: F401  (index users call it ix.text_digest)
+from neardup_spark.runtime.parallel import run_all
+from neardup_spark.kernels.lsh import lsh_params
+from neardup_spark.runtime.filestore import LocalStore, Store, store_for
+from neardup_spark.stages.write import parquet_writes
+
+FORMAT = 2  # 2: committed by create-if-absent in manifests/; 1 (same tables) still opens
+READABLE_FORMATS = (1, 2)
+MANIFEST = "manifest.json"
+VERSIONS = "manifests"
+_VERSION_FILE = re.compile(r"^v(\d{5,})\.json$")
+TEXT_DIGEST = C.TEXT_DIGEST
+PART = "_part"  # the part's position in the manifest, for "newest assignment wins"
+BUCKET_RANGE = "bucket_range"
+ASSIGN_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
+# The configuration sections whose values decide pairs, clusters and keepers.
+PARAM_SECTIONS = ("normalise", "boilerplate", "shingle", "minhash", "match", "simhash", "lsh", "verify", "keeper")
+
+
+class IndexError_(NeardupError):
+    """The index is missing, damaged, or was built with other parameters."""
+
+
+def params_of(cfg: Config) -> dict:
+    """The parameters an index is bound to (with the LSH bands and rows as resolved)."""
+    data = to_dict(cfg)
+    out = {section: data[section] for section in PARAM_SECTIONS}
+    lsh = lsh_params(cfg)
+    out["lsh"] = {**out["lsh"], "bands": lsh.bands, "rows": lsh.rows}
+    return out
+
+
+def check_params(manifest: dict, cfg: Config) -> None:
+    """An error naming every parameter that differs from the index's.
+
+    A parameter the manifest does not record (an index written before that
+    parameter existed) counts as its default: the older version behaved so.
+    """
+    have, defaults = params_of(cfg), params_of(Config())
+    want = {s: {**defaults[s], **manifest["params"].get(s, {})} for s in PARAM_SECTIONS}
+    diffs = [
+        f"{section}.{key}: index {want[section].get(key)!r}, now {have[section].get(key)!r}"
+        for section in PARAM_SECTIONS
+        for key in sorted(set(want[section]) | set(have[section]))
+        if want[section].get(key) != have[section].get(key)
+    ]
+    if diffs:
+        raise IndexError_(
+            "parameters differ from those the index was built with (a silent mix would give clusters no run "
+            "could reproduce): " + "; ".join(diffs)
+        )
+
+
+@dataclass(frozen=True)
+class Index:
+    """An index directory (its Store) and its current manifest."""
+
+    store: Store = field(compare=False, repr=False)
+    manifest: dict
+
+    @property
+    def path(self) -> str:
+        return self.store.uri
+
+    @property
+    def parts(self) -> list[str]:
+        return list(self.manifest["parts"])
+
+    def part_path(self, part: str) -> str:
+        return f"{self.path}/parts/{part}"
+
+    def _union(self, spark: SparkSession, table: str) -> DataFrame | None:
+        """The table's rows from every part that has it, with the part's position in PART."""
+        read = [(i, read_table(spark, self.store, f"parts/{p}/{table}")) for i, p in enumerate(self.parts)]
+        frames = [df.withColumn(PART, F.lit(i)) for i, df in read if df is not None]
+        if not frames:
+            return None
+        out = frames[0]
+        for df in frames[1:]:
+            out = out.unionByName(df, allowMissingColumns=True)
+        return out
+
+    def _live(self, spark: SparkSession, rows: DataFrame, id_col: str = C.DOC_ID) -> DataFrame:
+        """rows(PART, id_col) without those of documents replaced in a later part."""
+        removed = self._union(spark, "removed")
+        if removed is None:
+            return rows
+        last = removed.groupBy(C.DOC_ID).agg(F.max(PART).alias("_removed_in"))
+        last = F.broadcast(last.withColumnRenamed(C.DOC_ID, "_rid"))
+        joined = rows.join(last, F.col(id_col) == F.col("_rid"), "left")
+        return joined.where(F.col("_removed_in").isNull() | (F.col("_removed_in") <= F.col(PART))).drop(
+            "_rid", "_removed_in"
+        )
+
+    def _required(self, spark: SparkSession, table: str) -> DataFrame:
+        """`_union` of a table every index holds files of (an empty build writes one too)."""
+        rows = self._union(spark, table)
+        if rows is None:
+            raise IndexError_(
+                f"the index at {self.path!r} has no {table} files: it was written where the driver does not read "
+                "(a path that is not shared storage on a cluster?) or damaged; rebuild it on shared storage"
+            )
+        return rows
+
+    def docs(self, spark: SparkSession) -> DataFrame:
+        return self._live(spark, self._required(spark, "docs")).drop(PART)
+
+    def bands(self, spark: SparkSession) -> DataFrame:
+        rows = self._union(spark, "bands")
+        if rows is None:  # no part has band rows (every document empty or an exact copy)
+            return self.docs(spark).select(F.lit(0).cast("long").alias(C.BUCKET), C.DOC_ID).limit(0)
+        return self._live(spark, rows).select(C.BUCKET, C.DOC_ID)
+
+    def pairs(self, spark: SparkSession) -> DataFrame | None:
+        """Every stored verified pair (doc_a, doc_b, ...) whose two documents still have the text it was found on."""
+        rows = self._union(spark, "output/pairs")
+        if rows is None:
+            return None
+        return self._live(spark, self._live(spark, rows, C.DOC_A), C.DOC_B).drop(PART)
+
+    def with_part(self, part: str) -> "Index":
+        """This index as if `part` (written, not yet committed) were its newest part."""
+        return Index(self.store, {**self.manifest, "parts": [*self.parts, part]})
+
+    def assignments(self, spark: SparkSession) -> DataFrame:
+        """The current assignment of every archived document (the newest part's row wins)."""
+        rows = self._required(spark, "assign")
+        if len(self.parts) == 1:
+            return rows.select(*ASSIGN_COLUMNS)
+        newest = Window.partitionBy(C.DOC_ID).orderBy(F.desc(PART))
+        return rows.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1).select(*ASSIGN_COLUMNS)
+
+    def assignments_of(self, spark: SparkSession, ids: DataFrame) -> DataFrame:
+        """The current assignments of the documents in ids(doc_id)."""
+        rows = self._required(spark, "assign").join(ids.select(C.DOC_ID).distinct(), C.DOC_ID, "left_semi")
+        newest = Window.partitionBy(C.DOC_ID).orderBy(F.desc(PART))
+        return rows.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1).select(*ASSIGN_COLUMNS)
+
+    def members_of(self, spark: SparkSession, clusters: DataFrame) -> DataFrame:
+        """The current assignments of every document now in one of clusters(cluster_id)."""
+        wanted = clusters.select(C.CLUSTER_ID).distinct()
+        once = self._required(spark, "assign").join(wanted, C.CLUSTER_ID, "left_semi").select(C.DOC_ID).distinct()
+        return self.assignments_of(spark, once).join(wanted, C.CLUSTER_ID, "left_semi")
+
+    def boilerplate_keys(self, spark: SparkSession) -> frozenset[int] | None:
+        rel = f"parts/{self.parts[0]}/boilerplate"
+        if not self.store.exists(rel):
+            return None
+        keys = read_table(spark, self.store, rel)
+        return frozenset() if keys is None else frozenset(int(r[0]) for r in keys.collect())
+
+    def batch_part(self, fingerprint: str) -> str | None:
+        return self.manifest.get("batches", {}).get(fingerprint)
+
+
+def read_table(spark: SparkSession, store: Store, rel: str) -> DataFrame | None:
+    """The Parquet table Spark wrote at store/rel, or None when it has no data files (an
+    empty partitioned write leaves only _SUCCESS: it holds no rows).
+
+    The schema comes from the Spark schema that every file Spark writes carries in its
+    footer, read here on the driver: `spark.read.parquet` would run a Spark job per table
+    and part to infer it, the largest share of a nightly batch's small jobs."""
+    row = store.spark_schema(rel)
+    if row is None:
+        return None
+    path = f"{store.uri}/{rel}"
+    if not row:  # not written by Spark: let Spark infer the schema
+        return spark.read.parquet(path)
+    from pyspark.sql.types import StructType
+
+    return spark.read.schema(StructType.fromJson(json.loads(row))).parquet(path)
+
+
+def open_index(path: str, spark: SparkSession | None = None) -> Index:
+    """The index at `path` (any filesystem the session reaches; local without one) as its
+    newest committed version describes it."""
+    return open_index_store(store_for(spark, path), path)
+
+
+def open_index_store(store: Store, path: str | None = None) -> Index:
+    """`open_index` of a Store."""
+    path = path or store.uri
+    manifest = _newest(store)
+    if manifest is None:
+        raise IndexError_(f"no index at {path!r} (no {VERSIONS}/ or {MANIFEST}); build one with `neardup index build`")
+    if manifest.get("format") not in READABLE_FORMATS:
+        raise IndexError_(f"index {path!r} has format {manifest.get('format')!r}; this version reads "
+                          f"{', '.join(map(str, READABLE_FORMATS))}")
+    return Index(store, manifest)
+
+
+def _newest(store: Store) -> dict | None:
+    """The newest committed manifest: the highest version in manifests/ (every entry there is
+    whole: it was put there complete in one step), else a lone manifest.json (format 1)."""
+    versions = sorted((int(m.group(1)), n) for n in store.list(VERSIONS) if (m := _VERSION_FILE.match(n)))
+    if versions:
+        rel = f"{VERSIONS}/{versions[-1][1]}"
+        try:
+            return json.loads(store.read_text(rel) or "")
+        except json.JSONDecodeError:
+            raise IndexError_(
+                f"{store.uri}/{rel} is torn (a release before format 2 was killed while writing it): remove that "
+                "file; the version before it is intact"
+            ) from None
+    text = store.read_text(MANIFEST)
+    return None if text is None else json.loads(text)
+
+
+def current_version(store: Store) -> int:
+    manifest = _newest(store)
+    return 0 if manifest is None else int(manifest["version"])
+
+
+def new_part_name(version: int) -> str:
+    """A fresh part directory name: never one a killed run may have left behind."""
+    return f"part-{version:05d}-{uuid.uuid4().hex[:8]}"
+
+
+def write_part(part_dir: str, docs: DataFrame | None, bands: DataFrame | None, assign: DataFrame,
+               outputs: dict[str, DataFrame] | None = None, boilerplate: DataFrame | None = None,
+               removed: DataFrame | None = None, parallel: bool = False) -> None:
+    """One complete part directory (written before any manifest names it). A removal part
+    (replaced documents) has `removed` and `assign` only. With `parallel` (a nightly
+    batch's small tables), the tables are written by concurrent jobs."""
+    tables: dict[str, DataFrame] = {}
+    if docs is not None:
+        tables["docs"] = docs
+    if removed is not None:
+        tables["removed"] = removed.select(C.DOC_ID)
+    tables["assign"] = assign.select(*ASSIGN_COLUMNS)
+    tables.update({f"output/{name}": frame for name, frame in (outputs or {}).items()})
+    if boilerplate is not None:
+        tables["boilerplate"] = boilerplate.coalesce(1)
+    writes = parquet_writes(tables, part_dir, "error")
+    if bands is not None:
+        ranged = bands.withColumn(BUCKET_RANGE, F.shiftrightunsigned(F.col(C.BUCKET), 60).cast("int"))
+        # No sort by bucket: the writer sorts each task's rows by range, which undid it.
+        ranged = ranged.repartition(BUCKET_RANGE)
+        writes.append(lambda: ranged.write.mode("error").partitionBy(BUCKET_RANGE).parquet(f"{part_dir}/bands"))
+    run_all(writes, parallel, assign.sparkSession)
+
+
+class ConcurrentCommitError(IndexError_):
+    """Another run committed the version this one meant to; this run changed nothing."""
+
+
+def commit(store: Store | str, manifest: dict, expected_version: int) -> None:
+    """Make `manifest` (version expected_version + 1) the newest version, or raise
+    ConcurrentCommitError and change nothing when another run got there first.
+
+    The version file is put in one create-if-absent step (see `filestore`): of any number
+    of concurrent committers of one version exactly one succeeds, and no reader ever sees
+    a partial file. manifest.json is refreshed afterwards as a copy."""
+    store = LocalStore(store) if isinstance(store, str) else store
+    version = int(manifest["version"])
+    current = current_version(store)
+    if current != expected_version or version != expected_version + 1:
+        raise _moved(expected_version, current)
+    text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    if not store.put_if_absent(f"{VERSIONS}/v{version:05d}.json", text):
+        raise _moved(expected_version, current_version(store))
+    _refresh_copy(store, text, version)
+
+
+def _moved(expected: int, current: int) -> ConcurrentCommitError:
+    return ConcurrentCommitError(
+        f"the index moved from version {expected} to {current} during this run (a concurrent append?); "
+        "nothing was changed: run again"
+    )
+
+
+def _refresh_copy(store: Store, text: str, version: int) -> None:
+    """manifest.json := the newest version, unless a later commit refreshed it already."""
+    try:
+        if int(json.loads(store.read_text(MANIFEST) or "{}").get("version", 0)) >= version:
+            return
+    except ValueError:
+        pass
+    store.put(MANIFEST, text)
+
+
+def next_manifest(previous: dict | None, cfg: Config, part: str, fingerprint: str, documents: int) -> dict:
+    """The manifest after adding `part` (a build when previous is None); `previous` may
+    already list uncommitted parts of this run (see `Index.with_part`)."""
+    version = (previous or {}).get("version", 0) + 1
+    return {
+        "format": FORMAT,
+        "version": version,
+        "neardup_spark_version": __version__,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "params": previous["params"] if previous else params_of(cfg),
+        "parts": [*(previous or {}).get("parts", []), part],
+        "batches": {**(previous or {}).get("batches", {}), fingerprint: part},
+        "documents": (previous or {}).get("documents", 0) + documents,
+    }
+
+
+def batch_fingerprint(docs: DataFrame) -> str:
+    """Order-free fingerprint of a batch's (id, text): same documents, same string."""
+    h = F.xxhash64(F.col(C.DOC_ID).cast("string"), F.col(TEXT_DIGEST))
+    row = docs.agg(F.count(F.lit(1)).alias("n"), F.sum(h.cast("decimal(38,0)")).alias("s"),
+                   F.sum(F.xxhash64(h).cast("decimal(38,0)")).alias("t")).first()
+    return f"{row['n']}:{row['s']}:{row['t']}"
+
+
+def ensure_new(path: str, spark: SparkSession | None = None) -> Store:
+    """The Store of an index about to be built; refuse to build over one."""
+    store = store_for(spark, path)
+    if _newest(store) is not None:
+        raise IndexError_(f"an index already exists at {path!r}; append batches with `neardup run --index ... "
+                          "--append`, or remove it to rebuild")
+    store.mkdirs("parts")
+    return store

@@ -1,0 +1,632 @@
+"""Nightly batches: build an archive index once, then check each batch against it and append.
+
+`build` runs the whole pipeline over the archive and writes its index (see
+`index` for the layout). `append` takes today's batch and:
+
+1. reads and checks it; a batch already applied (same ids and texts: its
+   fingerprint is in the manifest) re-emits that run's stored output;
+2. looks its ids up in the index: a document already archived with the same
+   text is not inserted again; one with different text is an error;
+3. sketches the new documents (boilerplate stripped with the build's lines);
+4. exact pass within the batch and against the archive's digests;
+5. LSH candidates within the batch (as a full run makes them) and against
+   the archive's band rows (up to `lsh.all_pairs_bucket_limit` archived
+   documents per batch document and bucket, smallest ids first: a bucket
+   the archive has filled with one big story is met through its first
+   members, which are linked to the rest already);
+6. verifies every candidate exactly on the stored shingle sets;
+7. connected components over the batch documents and the archived
+   *clusters* they touch: a newcomer joins the cluster it matches (its id is
+   kept), bridges merge clusters (the smallest of their ids is kept), other
+   newcomers make new clusters (their smallest doc id, as in a full run);
+8. keepers by the configured rules over each touched cluster (with
+   `index.sticky_keeper`, an archived keeper is never replaced);
+9. writes the batch's results (its documents, and archived documents whose
+   cluster, keeper or status changed) and appends a part to the index; the
+   manifest switch comes last.
+
+Work and shuffles grow with the batch: the archive is read as columns
+(ids, digests, band rows, the shingle sets of the candidates), never
+re-sketched, re-banded or re-clustered.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import wait
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
+
+from neardup_spark import columns as C
+from neardup_spark.archive import index as ix
+from neardup_spark.kernels import simhash
+from neardup_spark.stages.candidates import bucket_limit, candidate_pairs
+from neardup_spark.stages.components import check_backend, connected_components, driver_components
+from neardup_spark.config import Config, require_io_paths, to_dict
+from neardup_spark.errors import InputError
+from neardup_spark.stages.exact import exact_copies, exact_edges
+from neardup_spark.stages.keepers import TEXT_LEN, keeper_columns, rule_keys, status_column
+from neardup_spark.runtime.parallel import run_all, started
+from neardup_spark.kernels.lsh import lsh_params
+from neardup_spark.stages.pipeline import (
+    CLUSTER_COLUMNS,
+    Stages,
+    checked_documents,
+    deduplicate,
+    sketched,
+    with_doc_ids,
+)
+from neardup_spark.stages.read import read_input
+from neardup_spark.runtime.session import is_local_master, master_of
+from neardup_spark.runtime.storage import checkpoint_dir, kill_point, probe_executor_writes, published, remove_leftovers, verify_written
+from neardup_spark.stages.sketch import Stripping
+from neardup_spark.stages.verify import verify
+from neardup_spark.stages.write import (
+    check_paths,
+    copy_tables,
+    finished_report,
+    output_exists,
+    output_holds_something,
+    parquet_writes,
+    write_report,
+    write_tables,
+    writer_mode,
+)
+
+_ADOC = "_adoc"  # an archived document's id
+_CNODE = "_cnode"  # an archived cluster's node in the batch graph (negative)
+_BATCH = "_from_batch"
+IN_BATCH = "in_batch"  # append output: False for an archived document whose assignment changed
+PAIR_COLUMNS = (C.DOC_A, C.DOC_B, C.JACCARD, C.CONTAINMENT_A, C.CONTAINMENT_B, C.MATCH)
+# Below this many rows a frame is broadcast into its join with an archive table.
+BROADCAST_ROWS = 5_000_000
+
+
+def _doc_columns(cfg: Config) -> list[str]:
+    prints = simhash.columns(cfg.simhash.bits) if cfg.match.method == "simhash" else []
+    return [C.DOC_ID, ix.TEXT_DIGEST, C.EXACT_HASH, C.SHINGLES, *prints, TEXT_LEN, C.IS_EMPTY,
+            *keeper_columns(cfg.keeper)]
+
+
+def _cut(df: DataFrame) -> DataFrame:
+    """Materialise df and cut its lineage (a local checkpoint): the batch's frames are small,
+    and each is read several times by plans that would otherwise nest every earlier one."""
+    return df.localCheckpoint(eager=True)
+
+
+def _cut_count(df: DataFrame) -> tuple[DataFrame, int]:
+    """`_cut` and the row count in one job: the count computes the lazily checkpointed rows."""
+    cut = df.localCheckpoint(eager=False)
+    return cut, cut.count()
+
+
+def _maybe_broadcast(df: DataFrame, rows: int) -> DataFrame:
+    return F.broadcast(df) if rows <= BROADCAST_ROWS else df
+
+
+# -- build ------------------------------------------------------------------------------------------------------
+
+
+def build(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
+    """Run the pipeline over the archive (cfg.input) and write its index at cfg.index.path.
+
+    With `output`, the run's tables and report are written there too.
+    """
+    if cfg.match.mode != "jaccard":
+        raise ix.IndexError_("the archive index supports match.mode = 'jaccard' only")
+    check_backend(spark, cfg)
+    store = ix.ensure_new(cfg.index.path, spark)
+    _probe(spark, cfg.index.path, output)
+    start = time.perf_counter()
+    raw = read_input(spark, cfg)
+    with checkpoint_dir(spark, cfg, output or cfg.index.path):
+        result = deduplicate(raw, cfg, digest=True)
+        return _write_build(spark, cfg, store, output, result, start)
+
+
+def _write_build(spark: SparkSession, cfg: Config, store, output: str | None, result, start: float) -> dict:
+    try:
+        table = result.sketched
+        banded = table.where(~F.col(C.IS_EMPTY)).join(result.copies.select(C.NID), C.NID, "left_anti")
+        bands = banded.select(F.explode(C.BANDS).alias(C.BUCKET), C.DOC_ID)
+        part = ix.new_part_name(1)
+        stages = Stages(spark)
+        with stages.stage("write_index"):
+            keys = None
+            if result.boilerplate is not None:
+                keys = result.boilerplate.select(F.col("line_key"))
+            ix.write_part(f"{store.uri}/parts/{part}", table.select(*_doc_columns(cfg)), bands, result.clusters,
+                          outputs={"pairs": result.pairs}, boilerplate=keys)
+            if output:
+                write_tables(spark, result, output, cfg.output.mode)
+            manifest = ix.next_manifest(None, cfg, part, "build", result.report["counts"]["documents"])
+            manifest["batches"] = {}
+            kill_point("before_manifest")
+            ix.commit(store, manifest, expected_version=0)
+        report = result.report
+        report["stage_seconds"].update(stages.seconds)
+        report["index"] = {"path": cfg.index.path, "version": manifest["version"], "part": part}
+        report["wall_seconds"] = round(time.perf_counter() - start, 3)
+        if output:
+            write_report(report, output, spark)
+        return report
+    finally:
+        result.unpersist()
+
+
+def export(spark: SparkSession, index_path: str, output: str, mode: str = "error") -> int:
+    """The index's current assignment of every archived document -> output/clusters/; returns the count."""
+    idx = ix.open_index(index_path, spark)
+    clusters = idx.assignments(spark).select(*CLUSTER_COLUMNS)
+    remove_leftovers(spark, output)
+    with published(spark, output, ["clusters"], mode) as stage:
+        clusters.write.mode(writer_mode(mode) if stage == output else "error").parquet(f"{stage.rstrip('/')}/clusters")
+        verify_written(spark, stage, {"clusters": idx.manifest["documents"]})
+    return idx.manifest["documents"]
+
+
+# -- append -----------------------------------------------------------------------------------------------------
+
+
+def append(spark: SparkSession, cfg: Config) -> dict:
+    """Check cfg.input (today's batch) against the index and itself, write cfg.output, append the batch."""
+    require_io_paths(cfg)
+    check_paths(cfg, master_of(spark), spark, may_exist=True)  # an existing output: see `_output_free`
+    check_backend(spark, cfg)
+    start = time.perf_counter()
+    idx = ix.open_index(cfg.index.path, spark)
+    ix.check_params(idx.manifest, cfg)
+    _probe(spark, cfg.index.path, cfg.output.path)
+    with checkpoint_dir(spark, cfg, cfg.output.path):
+        return _append(spark, cfg, idx, start)
+
+
+def _probe(spark: SparkSession, index_path: str, output: str | None) -> None:
+    """On a cluster: the executors' files under the index and the output reach the driver."""
+    if not is_local_master(master_of(spark)):
+        probe_executor_writes(spark, index_path, "index")
+        if output:
+            probe_executor_writes(spark, output)
+
+
+def _append(spark: SparkSession, cfg: Config, idx: ix.Index, start: float) -> dict:
+    st = Stages(spark)
+    counts: dict[str, int] = {}
+    raw = read_input(spark, cfg)
+    docs = st.keep(checked_documents(raw, cfg, st, counts).withColumn(ix.TEXT_DIGEST, ix.text_digest(F.col(C.TEXT))))
+    try:
+        with st.stage("lookup"):
+            # Two small independent jobs, run at once: each waits on scheduling more than it works.
+            known: dict[str, int] = {}
+            checking = started(lambda: _check_ids(spark, cfg, idx, docs, counts["documents"], known, st), spark)
+            fingerprint = ix.batch_fingerprint(docs)
+            stored = idx.batch_part(fingerprint)
+            _output_free(spark, cfg, fingerprint if stored is not None else None)
+            if stored is not None:
+                wait([checking])  # its verdict and figures do not matter for a batch applied before
+                return _replay(spark, cfg, idx, stored, fingerprint, counts, start)
+            archived, changed = checking.result()
+            counts.update(known)
+        removal = None
+        if changed is not None:
+            with st.stage("replace"):
+                idx, removal = _remove(spark, cfg, idx, changed, st, counts)
+        kill_point("after_lookup")
+        result = _match(spark, cfg, idx, docs, archived, st, counts)
+        result["removal"] = removal
+        kill_point("after_match")
+        return _write(spark, cfg, idx, fingerprint, result, st, counts, start)
+    finally:
+        st.release()
+
+
+def _output_free(spark, cfg: Config, replaying: str | None) -> None:
+    """An existing output is refused (unless overwrite), except when this batch has landed
+    (`replaying` is its fingerprint) and the output is what a killed run of it left: no
+    report.json yet, or the report of this very batch. Its re-run then repairs it."""
+    if cfg.output.mode == "overwrite" or not output_holds_something(spark, cfg.output.path):
+        return
+    if replaying is not None:
+        report = finished_report(spark, cfg.output.path)
+        if report is None or (report.get("index") or {}).get("batch") == replaying:
+            return
+    raise output_exists(cfg.output.path)
+
+
+def _copy_output(spark, idx: ix.Index, part: str, cfg: Config, replace: bool = False) -> None:
+    """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/),
+    published whole: the files copied, or (Spark Connect) the tables read and written again.
+    With `replace`, existing tables are replaced whatever the output mode says."""
+    names, root = ["clusters", "pairs"], cfg.output.path
+    mode = "overwrite" if replace else cfg.output.mode
+    remove_leftovers(spark, root)
+    with published(spark, root, names, mode) as stage:
+        if stage != root:
+            copy_tables(spark, f"{idx.part_path(part)}/output", stage, names, "error")
+        else:
+            # Spark writes a file (with the schema) even for an empty unpartitioned table.
+            stored = {name: ix.read_table(spark, idx.store, f"parts/{part}/output/{name}") for name in names}
+            run_all(parquet_writes(stored, root.rstrip("/"), mode), session=spark)
+
+
+def _replay(spark, cfg: Config, idx: ix.Index, part: str, fingerprint: str, counts: dict, start: float) -> dict:
+    """This batch was applied before: write the output that run wrote, change nothing."""
+    _copy_output(spark, idx, part, cfg, replace=True)  # `_output_free` allowed it
+    report = {
+        "mode": "append",
+        "replayed": True,
+        "counts": counts,
+        "index": {"path": cfg.index.path, "version": idx.manifest["version"], "part": part, "batch": fingerprint},
+        "wall_seconds": round(time.perf_counter() - start, 3),
+    }
+    write_report(report, cfg.output.path, spark)
+    return report
+
+
+def _check_ids(spark, cfg: Config, idx: ix.Index, docs: DataFrame, documents: int, counts: dict, st: Stages):
+    """(the batch's documents already archived with the same text, those archived with other
+    text or None): doc_id frames. Other text is an error unless index.replace."""
+    arch = idx.docs(spark).select(C.DOC_ID, F.col(ix.TEXT_DIGEST).alias("_old"))
+    have, want = dict(arch.dtypes)[C.DOC_ID], dict(docs.dtypes)[C.DOC_ID]
+    if have != want:
+        raise InputError(f"the batch's ids are {want} but the index's are {have}; use the same id column type")
+    ids = docs.select(C.DOC_ID, ix.TEXT_DIGEST)
+    known = arch.join(_maybe_broadcast(ids, documents), C.DOC_ID)
+    known = st.keep(known)
+    row = known.agg(
+        F.count(F.lit(1)).alias("n"), F.sum((F.col("_old") != F.col(ix.TEXT_DIGEST)).cast("long")).alias("changed")
+    ).first()
+    differs = F.col("_old") != F.col(ix.TEXT_DIGEST)
+    counts["replaced"] = int(row["changed"] or 0)
+    if counts["replaced"] and not cfg.index.replace:
+        example = known.where(differs).select(C.DOC_ID).limit(3).collect()
+        shown = ", ".join(repr(r[0]) for r in example)
+        raise InputError(
+            f"{row['changed']} batch document(s) reuse an archived id with different text (e.g. {shown}); "
+            "give the new text a new id, or pass --replace (index.replace) to replace the archived text"
+        )
+    counts["already_indexed"] = int(row["n"]) - counts["replaced"]
+    changed = known.where(differs).select(C.DOC_ID) if counts["replaced"] else None
+    return known.where(~differs).select(C.DOC_ID), changed
+
+
+def _remove(spark, cfg: Config, idx: ix.Index, changed: DataFrame, st: Stages, counts: dict):
+    """Take the old versions of replaced documents out of the archive, uncommitted.
+
+    Writes a removal part: their ids (earlier rows of them stop counting) and
+    the new assignment of every other member of their clusters, re-clustered
+    from the stored pairs without them (a cluster held together by a
+    replaced document splits). Returns the index with that part as its
+    newest, and the changed assignments."""
+    with_old = idx.assignments_of(spark, changed)
+    clusters = _cut(with_old.select(C.CLUSTER_ID).distinct())
+    rest = _cut(idx.members_of(spark, clusters).join(changed, C.DOC_ID, "left_anti")
+                .withColumn(C.NID, F.monotonically_increasing_id()))
+    stored = idx.pairs(spark)
+    if stored is None:  # pragma: no cover - every part of this format stores its pairs
+        raise ix.IndexError_("this index stores no pairs to re-cluster from; rebuild it to replace documents")
+    copies, heirs = _copies_and_heirs(spark, idx, rest, changed)
+    stored = _inherit(_inherit(stored, heirs, C.DOC_A), heirs, C.DOC_B)
+    ida = rest.select(F.col(C.DOC_ID).alias(C.DOC_A), F.col(C.NID).alias("_na"))
+    idb = rest.select(F.col(C.DOC_ID).alias(C.DOC_B), F.col(C.NID).alias("_nb"))
+    edges = stored.join(ida, C.DOC_A).join(idb, C.DOC_B).select(F.col("_na").alias(C.DOC_A), F.col("_nb").alias(C.DOC_B))
+    edges = edges.where(F.col(C.DOC_A) != F.col(C.DOC_B)).unionByName(copies)
+    comps = connected_components(edges, cfg).select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias("_comp"))
+    grouped = rest.join(comps, C.NID, "left").withColumn("_comp", F.coalesce("_comp", C.NID))
+    view = grouped.select(C.DOC_ID, "_comp", F.col(C.CLUSTER_ID).alias("_old_cluster"),
+                          F.col(C.KEEPER_ID).alias("_old_keeper")).join(idx.docs(spark), C.DOC_ID)
+    keys = rule_keys(cfg.keeper)
+    if cfg.index.sticky_keeper:
+        keys = [F.col(C.DOC_ID) != F.col("_old_keeper"), *keys]
+    rank = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h"))
+    comp = Window.partitionBy("_comp")
+    # A part keeps its cluster's id while the document that names it is in the part.
+    named = F.max(F.when(F.col(C.DOC_ID) == F.col("_old_cluster"), F.col(C.DOC_ID))).over(comp)
+    scored = view.select(
+        C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH,
+        F.coalesce(named, F.min(C.DOC_ID).over(comp)).alias(C.CLUSTER_ID),
+        F.min(rank).over(comp).alias("best"), F.count(F.lit(1)).over(comp).alias("size"),
+    )
+    keeper_id = F.col(f"best.k{len(keys) - 1}")
+    decided = scored.select(
+        C.DOC_ID, C.CLUSTER_ID, (F.col(C.DOC_ID) == keeper_id).alias(C.IS_KEEPER), keeper_id.alias(C.KEEPER_ID),
+        status_column(keeper_id, F.col("best.h"), F.col("size")).alias(C.STATUS),
+    )
+    changes = _cut(_changed_only(decided, rest))
+    counts["replaced_clusters_recomputed"] = clusters.count()
+    part = ix.new_part_name(idx.manifest["version"] + 1)
+    ix.write_part(f"{idx.path}/parts/{part}", None, None, changes, removed=changed)
+    return idx.with_part(part), changes
+
+
+def _copies_and_heirs(spark, idx: ix.Index, rest: DataFrame, changed: DataFrame):
+    """(exact edges among the remaining members, heirs(_gone, _heir)).
+
+    The stored pairs name each text by one representative: its exact copies hang off it by
+    exact pairs only. When a replaced document was that representative, its copies keep
+    each other (a star to the smallest remaining id of the text) and its verified pairs
+    pass to that copy, which has the same text and so the same Jaccard: as a full run
+    over the final texts would find them."""
+    docs = idx.docs(spark).where(~F.col(C.IS_EMPTY)).select(C.DOC_ID, C.EXACT_HASH)
+    hashed = _cut(rest.select(C.DOC_ID, C.NID).join(docs, C.DOC_ID))
+    first = hashed.groupBy(C.EXACT_HASH).agg(F.min(F.struct(C.DOC_ID, C.NID)).alias("_first"))
+    copies = hashed.join(first, C.EXACT_HASH).where(F.col(C.DOC_ID) != F.col(f"_first.{C.DOC_ID}")).select(
+        F.col(f"_first.{C.NID}").alias(C.DOC_A), F.col(C.NID).alias(C.DOC_B))
+    heirs = changed.select(C.DOC_ID).join(docs, C.DOC_ID).join(first, C.EXACT_HASH).select(
+        F.col(C.DOC_ID).alias("_gone"), F.col(f"_first.{C.DOC_ID}").alias("_heir"))
+    return copies, heirs
+
+
+def _inherit(pairs: DataFrame, heirs: DataFrame, end: str) -> DataFrame:
+    """pairs with `end` renamed to its heir where that end is a replaced document with one."""
+    joined = pairs.join(F.broadcast(heirs), F.col(end) == F.col("_gone"), "left")
+    return joined.withColumn(end, F.coalesce(F.col("_heir"), F.col(end))).drop("_gone", "_heir")
+
+
+def _changed_only(decided: DataFrame, before: DataFrame) -> DataFrame:
+    """The rows of decided(cluster columns) that differ from before(cluster columns)."""
+    was = before.select(C.DOC_ID, *[F.col(c).alias(f"_was_{c}") for c in CLUSTER_COLUMNS[1:]])
+    same = F.lit(True)
+    for c in CLUSTER_COLUMNS[1:]:
+        same = same & F.col(f"_was_{c}").eqNullSafe(F.col(c))
+    return decided.join(was, C.DOC_ID, "left").where(~same).select(*CLUSTER_COLUMNS)
+
+
+def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFrame, st: Stages,
+           counts: dict) -> dict:
+    """Sketch the new documents, find and verify their pairs within the batch and against the archive."""
+    new = docs.join(F.broadcast(archived), C.DOC_ID, "left_anti") if counts["already_indexed"] else docs
+    counts["new_documents"] = counts["documents"] - counts["already_indexed"]
+    keys = idx.boilerplate_keys(spark) if cfg.boilerplate.enabled else None
+    strip = Stripping(keys, cfg.boilerplate.unit) if keys is not None else None
+    table, _ = sketched(new, cfg, st, counts, strip, digest=True,
+                        expected=counts["new_documents"])
+    arch_docs = idx.docs(spark)
+
+    with st.stage("exact"):
+        copies = st.keep(exact_copies(table))
+        counts["exact_duplicates"] = copies.count()
+        reps = table.where(~F.col(C.IS_EMPTY)).join(copies.select(C.NID), C.NID, "left_anti")
+        hashes = reps.select(C.NID, C.EXACT_HASH)
+        in_archive = arch_docs.where(~F.col(C.IS_EMPTY)).select(F.col(C.DOC_ID).alias(_ADOC), C.EXACT_HASH)
+        # Each batch representative with an archived copy points at the smallest archived id of that text.
+        exact_arch, counts["exact_archive_matches"] = _cut_count(
+            in_archive.join(_maybe_broadcast(hashes, counts["new_documents"]), C.EXACT_HASH)
+            .groupBy(C.NID).agg(F.min(_ADOC).alias(_ADOC))
+        )
+
+    with st.stage("band_candidates"):
+        banded, n_band_rows = _cut_count(
+            reps.join(exact_arch.select(C.NID), C.NID, "left_anti").select(C.NID, F.explode(C.BANDS).alias(C.BUCKET))
+        )
+        within = candidate_pairs(banded, cfg)
+        hits = idx.bands(spark).withColumnRenamed(C.DOC_ID, _ADOC).join(
+            _maybe_broadcast(banded, n_band_rows), C.BUCKET
+        )
+        first = Window.partitionBy(C.NID, C.BUCKET).orderBy(_ADOC)
+        limit = bucket_limit(cfg)
+        against = hits.withColumn("_r", F.row_number().over(first)).where(F.col("_r") <= limit)
+        against = _cut(against.select(C.NID, _ADOC).distinct())
+        # Archived documents met by this batch get negative internal ids for the batch's graph.
+        met = against.select(_ADOC).unionByName(exact_arch.select(_ADOC)).distinct()
+        met, counts["archived_documents_met"] = _cut_count(met.withColumn(C.NID, -1 - F.monotonically_increasing_id()))
+        across = against.join(met.select(_ADOC, F.col(C.NID).alias(C.DOC_A)), _ADOC).select(
+            C.DOC_A, F.col(C.NID).alias(C.DOC_B)
+        )
+        cands, counts["candidate_pairs"] = _cut_count(within.unionByName(across))
+
+    with st.stage("verify"):
+        prints = simhash.columns(cfg.simhash.bits) if cfg.match.method == "simhash" else []
+        # Cut here: verification reads the sets twice (both ends of a pair), and an uncut
+        # plan would scan every archived set (the index's largest column) twice.
+        arch_sets = _cut(arch_docs.select(F.col(C.DOC_ID).alias(_ADOC), C.SHINGLES, *prints).join(
+            _maybe_broadcast(met, counts["archived_documents_met"]), _ADOC
+        ))
+        shingled = table.select(C.NID, C.SHINGLES, *prints).unionByName(arch_sets.select(C.NID, C.SHINGLES, *prints))
+        near, counts["verified_pairs"] = _cut_count(verify(cands, cfg, shingled, counts["candidate_pairs"]))
+        to_archive = exact_arch.join(met.select(_ADOC, F.col(C.NID).alias("_anid")), _ADOC).select(
+            F.col("_anid").alias(C.EXACT_REP), C.NID
+        )
+        edges = near.unionByName(exact_edges(copies)).unionByName(exact_edges(to_archive))
+    return {"table": table, "edges": edges, "met": met, "banded": banded, "already": archived}
+
+
+def _archived_members(spark, idx: ix.Index, met: DataFrame, st: Stages, counts: dict):
+    """(current assignment of the met archived docs, every current member of their clusters)."""
+    current = idx.assignments_of(spark, met.select(F.col(_ADOC).alias(C.DOC_ID)))
+    met_assign = _cut(met.join(current.withColumnRenamed(C.DOC_ID, _ADOC), _ADOC))
+    touched, counts["archived_clusters_touched"] = _cut_count(met_assign.select(C.CLUSTER_ID).distinct())
+    members = _cut(idx.members_of(spark, touched))
+    return met_assign, touched, members
+
+
+def _assign(spark, cfg: Config, idx: ix.Index, found: dict, st: Stages, counts: dict, work: dict) -> DataFrame:
+    """New assignments: the batch's new documents and every member of a touched archived cluster."""
+    table = found["table"]
+    with st.stage("components"):
+        # Every edge is a verified pair or an exact copy (of a batch or an archived text).
+        most = counts["verified_pairs"] + counts["exact_duplicates"] + counts["exact_archive_matches"]
+        limit = cfg.cluster.driver_max_edges
+        if limit and most <= limit:
+            comps, arch_comp, members = _components_on_driver(spark, idx, found, counts, work)
+        else:
+            comps, arch_comp, members = _components_in_spark(spark, cfg, idx, found, st, counts, work)
+
+    with st.stage("keepers"):
+        # Every document whose assignment may change: batch documents (in a component or alone)
+        # and the members of touched archived clusters; `_comp` names its component.
+        batch = table.join(comps, C.NID, "left").select(
+            *_keeper_view(cfg, F.lit(True)),
+            F.coalesce(F.col("_comp"), F.col(C.NID)).alias("_comp"),
+            F.lit(None).cast(dict(table.dtypes)[C.DOC_ID]).alias("_old_cluster"),
+        )
+        arch_docs = idx.docs(spark)
+        archived = members.join(arch_comp, C.CLUSTER_ID).join(arch_docs, C.DOC_ID).select(
+            *_keeper_view(cfg, F.lit(False)), "_comp", F.col(C.CLUSTER_ID).alias("_old_cluster")
+        )
+        everyone = batch.unionByName(archived)
+        return _decide(everyone, cfg, members)
+
+
+def _components_in_spark(spark, cfg: Config, idx: ix.Index, found: dict, st: Stages, counts: dict, work: dict):
+    """(comps(_nid, _comp) of batch documents, arch_comp(cluster_id, _comp), members): the
+    batch graph, with each touched archived cluster as one node, solved by the backend."""
+    edges, met = found["edges"], found["met"]
+    met_assign, touched, members = _archived_members(spark, idx, met, st, counts)
+    nodes = _cut(touched.withColumn(_CNODE, -1 - F.monotonically_increasing_id()))
+    node_of = met_assign.join(nodes, C.CLUSTER_ID).select(C.NID, _CNODE)
+    a = edges.join(node_of.withColumnRenamed(C.NID, C.DOC_A), C.DOC_A, "left")
+    a = a.select(F.coalesce(_CNODE, C.DOC_A).alias(C.DOC_A), C.DOC_B)
+    b = a.join(node_of.withColumnRenamed(C.NID, C.DOC_B), C.DOC_B, "left")
+    graph = b.select(C.DOC_A, F.coalesce(_CNODE, C.DOC_B).alias(C.DOC_B))
+    comps = _cut(connected_components(graph, cfg, work))
+    labels = comps.select(F.col(C.DOC_ID).alias(_CNODE), F.col(C.CLUSTER_ID).alias("_comp"))
+    arch_comp = nodes.join(labels, _CNODE).select(C.CLUSTER_ID, "_comp")
+    return comps.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias("_comp")), arch_comp, members
+
+
+def _components_on_driver(spark, idx: ix.Index, found: dict, counts: dict, work: dict):
+    """`_components_in_spark` for a batch graph small enough for the driver (at most
+    cluster.driver_max_edges edges): the edges and the met documents' clusters are
+    collected, relabelled and solved in numpy (`driver_components`) in two jobs
+    instead of the ~30 small ones of the distributed path; the same components."""
+    edges, met = found["edges"], found["met"]
+    current = idx.assignments_of(spark, met.select(F.col(_ADOC).alias(C.DOC_ID)))
+    met_assign = met.join(current.withColumnRenamed(C.DOC_ID, _ADOC), _ADOC).select(C.NID, C.CLUSTER_ID)
+    met_pd = met_assign.toPandas()
+    pairs = edges.select(C.DOC_A, C.DOC_B).toPandas()
+    touched, cluster_of_met = np.unique(met_pd[C.CLUSTER_ID].to_numpy(), return_inverse=True)
+    counts["archived_clusters_touched"] = int(touched.size)
+    src, dst = pairs[C.DOC_A].to_numpy(np.int64), pairs[C.DOC_B].to_numpy(np.int64)
+    met_nids = met_pd[C.NID].to_numpy(np.int64)
+    # Cluster nodes below every id in the graph: no collision with a batch or met id.
+    base = min(0, int(src.min(initial=0)), int(dst.min(initial=0)), int(met_nids.min(initial=0))) - 1
+    cluster_node = base - np.arange(touched.size, dtype=np.int64)
+    node_of_met = cluster_node[cluster_of_met]
+    a, b = _relabel(src, met_nids, node_of_met), _relabel(dst, met_nids, node_of_met)
+    keep = a != b
+    nodes, labels = driver_components(a[keep], b[keep])
+    work["components_rounds"], work["components_on_driver"] = 0, 1
+    batch = nodes >= 0
+    comps = pd.DataFrame({C.NID: nodes[batch], "_comp": labels[batch]})
+    linked = np.isin(cluster_node, nodes)  # clusters reached by a verified edge
+    at = np.searchsorted(nodes, cluster_node[linked])
+    arch = pd.DataFrame({C.CLUSTER_ID: touched[linked], "_comp": labels[at]})
+    kind = current.schema[C.CLUSTER_ID].dataType
+    comps_df = spark.createDataFrame(comps, StructType([StructField(C.NID, LongType(), False),
+                                                        StructField("_comp", LongType(), False)]))
+    arch_df = spark.createDataFrame(arch, StructType([StructField(C.CLUSTER_ID, kind, False),
+                                                      StructField("_comp", LongType(), False)]))
+    members = _cut(idx.members_of(spark, F.broadcast(arch_df.select(C.CLUSTER_ID))))
+    return comps_df, arch_df, members
+
+
+def _relabel(ids: np.ndarray, keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """ids, each one found in keys replaced by the value at the same position."""
+    if keys.size == 0:
+        return ids
+    order = np.argsort(keys)
+    keys, values = keys[order], values[order]
+    at = np.minimum(np.searchsorted(keys, ids), keys.size - 1)
+    return np.where(keys[at] == ids, values[at], ids)
+
+
+def _keeper_view(cfg: Config, from_batch: F.Column) -> list:
+    return [C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(cfg.keeper), from_batch.alias(_BATCH)]
+
+
+def _decide(everyone: DataFrame, cfg: Config, members: DataFrame) -> DataFrame:
+    """Per component: the cluster id (an archived one if any: the smallest), the keeper, statuses."""
+    keys = rule_keys(cfg.keeper)
+    if cfg.index.sticky_keeper:
+        keys = [F.col(_BATCH), *keys]  # archived members first: newcomers win only in new clusters
+    rank = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h"))
+    comp = Window.partitionBy("_comp")
+    # Empty texts never join a component (they have no edges), so each is a component alone.
+    scored = everyone.select(
+        C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, "_old_cluster",
+        F.coalesce(F.min("_old_cluster").over(comp), F.min(C.DOC_ID).over(comp)).alias(C.CLUSTER_ID),
+        F.min(rank).over(comp).alias("best"),
+        F.count(F.lit(1)).over(comp).alias("size"),
+    )
+    keeper_id = F.col(f"best.k{len(keys) - 1}")
+    status = status_column(keeper_id, F.col("best.h"), F.col("size"))
+    decided = scored.select(
+        C.DOC_ID, C.CLUSTER_ID, (F.col(C.DOC_ID) == keeper_id).alias(C.IS_KEEPER),
+        keeper_id.alias(C.KEEPER_ID), status.alias(C.STATUS), F.col("_old_cluster").isNotNull().alias("_archived"),
+    )
+    # Archived documents only where something changed.
+    batch = decided.where(~F.col("_archived")).select(*CLUSTER_COLUMNS, F.lit(False).alias("_archived"))
+    changed = _changed_only(decided.where(F.col("_archived")), members)
+    return batch.unionByName(changed.withColumn("_archived", F.lit(True)))
+
+
+def _batch_clusters(spark, idx: ix.Index, assigned: DataFrame, found: dict, any_already: bool) -> DataFrame:
+    """The batch's clusters/ output: every batch document once, with its assignment after this
+    batch, and archived documents whose assignment changed (in_batch false).
+
+    A batch document already archived (same text) is not assigned again; it is listed with
+    its row of this batch when this batch changed it (it met a newcomer), else with its
+    current archived row."""
+    rows = assigned.select(*CLUSTER_COLUMNS, (~F.col("_archived")).alias(IN_BATCH))
+    if found["removal"] is not None:  # archived members re-clustered without a replaced document
+        later = found["removal"].join(assigned.select(C.DOC_ID), C.DOC_ID, "left_anti")
+        rows = rows.unionByName(later.select(*CLUSTER_COLUMNS, F.lit(False).alias(IN_BATCH)))
+    if not any_already:
+        return rows
+    already = found["already"].select(C.DOC_ID, F.lit(True).alias("_again"))
+    rows = rows.join(already, C.DOC_ID, "left").select(
+        *CLUSTER_COLUMNS, (F.col(IN_BATCH) | F.col("_again").isNotNull()).alias(IN_BATCH))
+    unchanged = found["already"].join(rows.select(C.DOC_ID), C.DOC_ID, "left_anti")
+    again = idx.assignments_of(spark, unchanged).select(*CLUSTER_COLUMNS, F.lit(True).alias(IN_BATCH))
+    return rows.unionByName(again)
+
+
+def _write(spark, cfg: Config, idx: ix.Index, fingerprint: str, found: dict, st: Stages, counts: dict,
+           start: float) -> dict:
+    work: dict[str, int] = {}
+    assigned = _cut(_assign(spark, cfg, idx, found, st, counts, work))
+    row = assigned.agg(
+        F.sum((~F.col("_archived")).cast("long")).alias("batch"), F.sum(F.col("_archived").cast("long")).alias("arch")
+    ).first()
+    counts["archived_documents_changed"] = int(row["arch"] or 0)
+    if int(row["batch"] or 0) != counts["new_documents"]:  # pragma: no cover - an invariant
+        raise AssertionError(f"{row['batch']} assignments for {counts['new_documents']} new documents")
+    table = found["table"]
+    ids = table.select(C.NID, C.DOC_ID).unionByName(found["met"].select(C.NID, F.col(_ADOC).alias(C.DOC_ID)))
+    pairs = with_doc_ids(found["edges"], ids).select(*PAIR_COLUMNS)
+    clusters = _batch_clusters(spark, idx, assigned, found, counts["already_indexed"] > 0)
+
+    version = idx.manifest["version"]
+    part = ix.new_part_name(version + 1)
+    part_dir = idx.part_path(part)
+    with st.stage("write"):
+        new_bands = found["banded"].join(table.select(C.NID, C.DOC_ID), C.NID).select(C.BUCKET, C.DOC_ID)
+        ix.write_part(part_dir, table.select(*_doc_columns(cfg)), new_bands, assigned,
+                      outputs={"clusters": clusters, "pairs": pairs}, parallel=True)
+        kill_point("before_manifest")
+        manifest = ix.next_manifest(idx.manifest, cfg, part, fingerprint, counts["new_documents"] - counts["replaced"])
+        ix.commit(idx.store, manifest, expected_version=version)
+        kill_point("after_manifest")
+        _copy_output(spark, idx, part, cfg)
+    report = {
+        "mode": "append",
+        "replayed": False,
+        "lsh": lsh_params(cfg).as_dict(),
+        "counts": counts,
+        "work": work,
+        "stage_seconds": st.seconds,
+        "config": to_dict(cfg),
+        "index": {"path": cfg.index.path, "version": manifest["version"], "part": part, "batch": fingerprint,
+                  "documents": manifest["documents"]},
+        "wall_seconds": round(time.perf_counter() - start, 3),
+    }
+    write_report(report, cfg.output.path, spark)
+    return report
+
+
+__all__ = ["append", "build", "export"]

@@ -1,0 +1,110 @@
+"""Stage 8, keepers: every document -> (doc_id, cluster_id, is_keeper, keeper_id, status).
+
+The keeper of a cluster is the first document under the configured rules,
+applied in order, with the smallest doc_id as the final tie-break:
+
+* `earliest`: smallest `keeper.time_col` (nulls last);
+* `source_priority`: first source in `keeper.source_priority` (unlisted last);
+* `longest`: longest original text;
+* `smallest_id`: smallest doc_id.
+
+Every input document appears exactly once. Documents outside any edge are
+clusters of one (`unique`); empty texts keep their own cluster (`empty`).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from neardup_spark import columns as C
+from neardup_spark.config import Config, KeeperConfig
+
+TEXT_LEN = C.TEXT_LEN
+_COMP = "_component"
+
+
+def keeper_columns(keeper: KeeperConfig) -> list[str]:
+    """The input columns the configured rules read."""
+    cols = []
+    if "earliest" in keeper.rules:
+        cols.append(keeper.time_col)
+    if "source_priority" in keeper.rules:
+        cols.append(keeper.source_col)
+    return cols
+
+
+def keeper_inputs(docs: DataFrame, cfg: Config) -> list[Column]:
+    """The rule columns as the rules compare them. Text times are parsed, so
+    ISO strings with different UTC offsets order by instant; a string that
+    does not parse counts as missing (sorted last)."""
+    cols = []
+    for name in keeper_columns(cfg.keeper):
+        col = F.col(name)
+        if name == cfg.keeper.time_col and isinstance(docs.schema[name].dataType, T.StringType):
+            col = F.expr(f"try_to_timestamp(`{name}`)")
+        cols.append(col.alias(name))
+    return cols
+
+
+def rule_keys(keeper: KeeperConfig) -> list[Column]:
+    """Sort keys (ascending) for the configured rules; doc_id always last."""
+    keys: list[Column] = []
+    for rule in keeper.rules:
+        if rule == "earliest":
+            t = F.col(keeper.time_col)
+            keys += [t.isNull(), t]
+        elif rule == "source_priority":
+            ranks = F.create_map(*[F.lit(x) for i, s in enumerate(keeper.source_priority) for x in (s, i + 1)])
+            rank = ranks[F.col(keeper.source_col).cast("string")]
+            keys.append(F.coalesce(rank, F.lit(len(keeper.source_priority) + 1)))
+        elif rule == "longest":
+            keys.append(-F.col(TEXT_LEN))
+        # smallest_id is the final key anyway
+    return keys + [F.col(C.DOC_ID)]
+
+
+def status_column(keeper_id: Column, keeper_hash: Column, size: Column) -> Column:
+    """A document's status given its cluster's keeper id, the keeper's exact hash and the cluster size."""
+    return (
+        F.when(F.col(C.IS_EMPTY), F.lit(C.EMPTY))
+        .when((F.col(C.DOC_ID) == keeper_id) & (size == 1), F.lit(C.UNIQUE))
+        .when(F.col(C.DOC_ID) == keeper_id, F.lit(C.KEEPER))
+        .when(F.col(C.EXACT_HASH) == keeper_hash, F.lit(C.EXACT_DUPLICATE))
+        .otherwise(F.lit(C.DUPLICATE))
+    )
+
+
+def choose_keepers(docs: DataFrame, cfg: Config, components: DataFrame) -> DataFrame:
+    """docs(_nid, doc_id, is_empty, exact_hash, text_len, keeper columns) + components(doc_id, cluster_id)
+    of internal ids -> clusters(doc_id, cluster_id, is_keeper, keeper_id, status).
+
+    cluster_id is the smallest doc_id of the component, so it does not depend
+    on the internal ids; documents in no component are clusters of one.
+    """
+    keys = rule_keys(cfg.keeper)
+    comps = components.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(_COMP))
+    ranked = docs.join(comps, C.NID, "left").select(
+        C.DOC_ID,
+        C.IS_EMPTY,
+        C.EXACT_HASH,
+        F.coalesce(F.col(_COMP), F.col(C.NID)).alias(_COMP),
+        F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h")).alias("rank"),
+    )
+    # One shuffle: window aggregates over the component instead of a groupBy and a join back.
+    in_comp = Window.partitionBy(_COMP)
+    best, size = F.min("rank").over(in_comp), F.count(F.lit(1)).over(in_comp)
+    scored = ranked.select(
+        C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH,
+        F.min(C.DOC_ID).over(in_comp).alias(C.CLUSTER_ID), best.alias("best"), size.alias("size"),
+    )
+    keeper_id = F.col(f"best.k{len(keys) - 1}")
+    status = status_column(keeper_id, F.col("best.h"), F.col("size"))
+    return scored.select(
+        C.DOC_ID,
+        C.CLUSTER_ID,
+        (F.col(C.DOC_ID) == keeper_id).alias(C.IS_KEEPER),
+        keeper_id.alias(C.KEEPER_ID),
+        status.alias(C.STATUS),
+    )

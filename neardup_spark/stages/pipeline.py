@@ -1,0 +1,369 @@
+"""The stages chained: documents in, verified clusters and keepers out.
+
+`deduplicate(raw, cfg)` is the library call (a notebook passes a DataFrame);
+`run(spark, cfg)` reads `[input]`, deduplicates and writes `[output]`; the
+CLI and the spark-submit job call `run`. Each stage boundary is materialised
+once (persist + one count) because later stages read it more than once; that
+count is also the report's figure and the boundary is where wall time is
+measured, so no action runs just to log.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.functions import pandas_udf
+
+from neardup_spark.version import __version__
+from neardup_spark.stages import boilerplate
+from neardup_spark.stages import containment
+from neardup_spark.kernels.containment import advice as containment_advice
+from neardup_spark import columns as C
+from neardup_spark.stages.banding import representatives
+from neardup_spark.stages.candidates import representative_pairs
+from neardup_spark.stages.components import connected_components
+from neardup_spark.config import Config, to_dict
+from neardup_spark.columns import TEXT_DIGEST
+from neardup_spark.stages.exact import exact_copies, exact_edges, text_digest
+from neardup_spark.stages.keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
+from neardup_spark.runtime.parallel import in_background
+from neardup_spark.kernels.lsh import advice, lsh_params
+from neardup_spark.stages.read import check_documents, documents, drop_bookkeeping, internal_id, spread
+from neardup_spark.runtime.session import CACHE_LEVEL
+from neardup_spark.stages.sketch import SimHashLayout, Stripping, containment_classes, keys_per_document, sketch
+from neardup_spark.stages.verify import verify
+from neardup_spark.stages.write import keeper_rows
+
+CLUSTER_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
+
+
+@dataclass
+class DedupResult:
+    """What a run produced. DataFrames are persisted; call `unpersist()` when done."""
+
+    clusters: DataFrame  # doc_id, cluster_id, is_keeper, keeper_id, status
+    pairs: DataFrame  # doc_a, doc_b, jaccard, containment_a, containment_b
+    deduplicated: DataFrame  # the keepers' original rows
+    report: dict
+    boilerplate: DataFrame | None = None  # line_key, documents, example: the stripped lines (when enabled)
+    sketched: DataFrame | None = field(default=None, repr=False)  # per-document sketch table (internal ids)
+    copies: DataFrame | None = field(default=None, repr=False)  # _nid, exact_rep of exact copies
+    _cached: list[DataFrame] = field(default_factory=list, repr=False)
+
+    def unpersist(self) -> None:
+        for df in self._cached:
+            df.unpersist()
+        self._cached.clear()
+
+
+class Stages:
+    """Wall time per stage and the persisted frames to release later.
+
+    Spark jobs run inside a stage carry its name as their job description
+    (classic sessions), so the UI and event logs attribute shuffle bytes
+    and task time to pipeline stages.
+    """
+
+    def __init__(self, spark: SparkSession):
+        self.seconds: dict[str, float] = {}
+        self.cached: list[DataFrame] = []
+        try:
+            self._context = spark.sparkContext
+        except Exception:  # Spark Connect has no SparkContext
+            self._context = None
+
+    @contextmanager
+    def stage(self, name: str):
+        if self._context is not None:
+            self._context.setJobDescription(f"neardup: {name}")
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 3)
+            if self._context is not None:
+                self._context.setJobDescription(None)
+
+    def keep(self, df: DataFrame) -> DataFrame:
+        df = df.persist(CACHE_LEVEL)
+        self.cached.append(df)
+        return df
+
+    def release(self) -> None:
+        """Unpersist every frame kept so far."""
+        for df in self.cached:
+            df.unpersist()
+        self.cached.clear()
+
+
+@dataclass
+class Prepared:
+    """Documents read, checked, stripped of boilerplate (when enabled) and sketched."""
+
+    docs: DataFrame  # _nid, doc_id, text, metadata: checked, as read (before stripping)
+    table: DataFrame  # per document: _nid, doc_id, exact_hash, shingles, bands, is_empty, keeper inputs
+    counts: dict[str, int]
+    boilerplate: dict  # the report's "boilerplate" section
+    lines: boilerplate.Boilerplate | None  # the stripped lines (when enabled)
+    stages: Stages
+    set_bytes: float | None = None  # mean stored shingle set, bytes (sizes verify's partitions)
+
+    def release(self) -> None:
+        """Unpersist every frame the stages kept."""
+        self.stages.release()
+
+
+@dataclass
+class Verified:
+    """Everything up to verified pairs: what `deduplicate` clusters and `calibrate` samples."""
+
+    prep: Prepared
+    copies: DataFrame  # _nid, exact_rep: exact copies and their representative
+    near: DataFrame  # verified near pairs of _nid (doc_a, doc_b, jaccard, containments, match)
+
+    @property
+    def edges(self) -> DataFrame:
+        return self.near.unionByName(exact_edges(self.copies))
+
+
+def prepared(raw: DataFrame, cfg: Config, st: Stages | None = None, digest: bool = False,
+             sample_docs: int | None = None, seed: int = 1) -> Prepared:
+    """Read and check, strip boilerplate (when enabled), sketch.
+
+    Raises InputError before heavy work for missing columns, wrong types,
+    malformed JSON, null or duplicate ids. `digest` adds each raw text's
+    MD5 (`text_digest`), which the archive index keeps. With `sample_docs`,
+    only a random sample of about that many documents is sketched (after
+    boilerplate is found on all of them); counts["sampled_documents"] says how many.
+    """
+    st = st or Stages(raw.sparkSession)
+    counts: dict[str, int] = {}  # figures of the result: the same on any partitioning
+    docs = checked_documents(raw, cfg, st, counts)
+    found = None
+    if cfg.boilerplate.enabled:
+        with st.stage("boilerplate"):
+            found = boilerplate.find(docs, cfg.boilerplate, cfg.normalise, counts["documents"], cfg.minhash.seed)
+    strip = Stripping(found.keys, cfg.boilerplate.unit) if found is not None else None
+    if sample_docs is None:
+        table, row = sketched(docs, cfg, st, counts, strip, digest)
+    else:
+        fraction = min(1.0, 1.2 * sample_docs / max(counts["documents"], 1) + 1e-6)
+        table, row = sketched(docs.sample(fraction=fraction, seed=seed), cfg, st, counts, strip, digest, sampled=True)
+    set_bytes = float(row["set_bytes"] or 0) / max(int(row["n"]) - counts["empty"], 1)
+    return Prepared(docs, table, counts, _boilerplate_report(cfg, found, row), found, st, set_bytes)
+
+
+def checked_documents(raw: DataFrame, cfg: Config, st: Stages, counts: dict) -> DataFrame:
+    """documents(raw), checked (counts["documents"]), with their internal ids (`_nid`),
+    spread over the cores."""
+    with st.stage("read"):
+        docs = documents(raw, cfg)
+        warming = warm_python_workers(raw.sparkSession)  # not waited for: the next Pandas UDF waits if it must
+        try:
+            counts["documents"], salt = check_documents(docs)
+        except Exception:
+            # Bad input ends the run here; stopping the session under the warm-up job
+            # would print its killed task's stack traces after the one-line error.
+            warming.join(timeout=60)
+            raise
+        spread_docs = spread(drop_bookkeeping(docs), cfg)
+        return spread_docs.withColumn(C.NID, internal_id(F.col(C.DOC_ID), salt))
+
+
+def sketched(docs: DataFrame, cfg: Config, st: Stages, counts: dict, strip: Stripping | None = None,
+             digest: bool = False, expected: int | None = None, sampled: bool = False):
+    """(the persisted sketch table, its summary row) for checked documents (with their
+    `_nid`, see `checked_documents`); counts["empty"].
+
+    With `digest`, an existing text_digest column is kept, else computed."""
+    lsh = lsh_params(cfg)
+    with st.stage("sketch"):
+        # Internal ids (from checked_documents): every later shuffle moves 8-byte longs,
+        # whatever the users' ids are (URLs run to 100 bytes).
+        extra = []
+        if digest:
+            extra = [F.col(TEXT_DIGEST) if TEXT_DIGEST in docs.columns else text_digest(F.col(C.TEXT)).alias(TEXT_DIGEST)]
+        slim = docs.select(C.NID, C.DOC_ID, C.TEXT, *keeper_inputs(docs, cfg), *extra)
+        table = st.keep(sketch(slim, cfg, lsh, strip))
+        aggs = [F.count(F.lit(1)).alias("n"), F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty"),
+                F.sum(F.length(C.SHINGLES)).alias("set_bytes")]
+        if strip is not None:
+            aggs += [F.sum(C.STRIPPED).alias("segments"), F.sum((F.col(C.STRIPPED) > 0).cast("long")).alias("docs")]
+        row = table.agg(*aggs).first()
+        counts["empty"] = int(row["empty"] or 0)
+        if sampled:
+            counts["sampled_documents"] = int(row["n"])
+        want = counts["documents"] if expected is None else expected
+        if not sampled and int(row["n"]) != want:  # pragma: no cover - an invariant, not an input error
+            raise AssertionError(f"{row['n']} sketched rows for {want} documents")
+    return table, row
+
+
+def verified(raw: DataFrame, cfg: Config, st: Stages | None = None, digest: bool = False) -> Verified:
+    """`prepared`, then the exact pass, LSH candidates and exact verification."""
+    prep = prepared(raw, cfg, st, digest)
+    st, table, counts = prep.stages, prep.table, prep.counts
+
+    with st.stage("exact"):
+        copies = st.keep(exact_copies(table))
+        counts["exact_duplicates"] = copies.count()
+        counts["signed_documents"] = counts["documents"] - counts["empty"] - counts["exact_duplicates"]
+
+    with st.stage("band_candidates"):
+        if cfg.match.mode == "containment":
+            cands = st.keep(containment.candidates(table, copies, cfg))
+        else:
+            reps = representatives(table, copies, counts["exact_duplicates"])
+            cands = st.keep(representative_pairs(reps, cfg, keys_per_document(cfg)))
+        counts["candidate_pairs"] = cands.count()
+
+    with st.stage("verify"):
+        near = st.keep(verify(cands, cfg, table, counts["candidate_pairs"], prep.set_bytes))
+        counts["verified_pairs"] = near.count()
+    return Verified(prep, copies, near)
+
+
+def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResult:
+    """Find near-duplicates in `raw` (with the columns cfg.input names) and pick keepers.
+
+    Raises InputError before heavy work for missing columns, wrong types,
+    malformed JSON, null or duplicate ids.
+    """
+    notes = in_background(lambda: run_advice(cfg))  # pure Python: computed while Spark works
+    st = Stages(raw.sparkSession)
+    work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
+    v = verified(raw, cfg, st, digest)
+    table, counts, edges = v.prep.table, v.prep.counts, v.edges
+
+    with st.stage("components"):
+        comps = connected_components(edges, cfg, work)  # iterates with its own actions; read once below
+
+    with st.stage("keepers"):
+        index = table.select(C.NID, C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(cfg.keeper))
+        clusters = st.keep(choose_keepers(index, keeper_config(cfg), comps).select(*CLUSTER_COLUMNS))
+        row = clusters.agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum(F.col(C.IS_KEEPER).cast("long")).alias("keepers"),
+            F.countDistinct(F.when(F.col(C.STATUS).isin(C.KEEPER), F.col(C.CLUSTER_ID))).alias("dup_clusters"),
+        ).first()
+        keepers = int(row["keepers"] or 0)  # a sum over no rows (an empty input) is null
+        counts["clusters"] = keepers
+        counts["clusters_with_duplicates"] = int(row["dup_clusters"])
+        counts["removed"] = int(row["n"]) - keepers
+        if int(row["n"]) != counts["documents"]:  # pragma: no cover - an invariant, not an input error
+            raise AssertionError(f"{row['n']} cluster rows for {counts['documents']} documents")
+
+    report = {
+        "neardup_spark_version": __version__,
+        "spark_version": raw.sparkSession.version,
+        "lsh": _lsh_report(cfg, lsh_params(cfg), SimHashLayout.of(cfg)),
+        "advice": notes.result(),
+        "counts": counts,
+        "boilerplate": v.prep.boilerplate,
+        "work": work,
+        "stage_seconds": st.seconds,
+        "config": to_dict(cfg),
+    }
+    pairs = with_doc_ids(edges, index.select(C.NID, C.DOC_ID))
+    dedup = keeper_rows(raw, cfg, clusters, counts["clusters"], counts["removed"])
+    lines = boilerplate.lines_frame(raw.sparkSession, v.prep.lines) if v.prep.lines is not None else None
+    return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, st.cached)
+
+
+def run_advice(cfg: Config) -> list[str]:
+    """The report's advice on the candidate search this run makes: the Jaccard bands'
+    S-curve, or the containment size classes (SimHash: none)."""
+    if SimHashLayout.of(cfg) is not None:
+        return []
+    if cfg.match.mode == "containment":
+        return containment_advice(containment_classes(cfg), cfg.match.containment_threshold, cfg.minhash.num_perm,
+                                  pinned=bool(cfg.lsh.bands or cfg.lsh.rows))
+    return advice(lsh_params(cfg), cfg.lsh.far_fraction, cfg.lsh.max_far_probability)
+
+
+def keeper_config(cfg: Config) -> Config:
+    """In containment mode a contained document points at its container: the longest
+    document of a cluster keeps it, before the configured rules."""
+    if cfg.match.mode != "containment" or cfg.keeper.rules[0] == "longest":
+        return cfg
+    rules = ["longest", *[r for r in cfg.keeper.rules if r != "longest"]]
+    return cfg.with_overrides({"keeper.rules": rules})
+
+
+def _lsh_report(cfg: Config, lsh, sim) -> dict:
+    if sim is not None:
+        return sim.as_dict()
+    if cfg.match.mode == "containment":
+        classes = containment_classes(cfg)
+        return {"mode": "containment", "containment_threshold": cfg.match.containment_threshold,
+                "num_perm": cfg.minhash.num_perm, "size_classes": [c.as_dict() for c in classes]}
+    return lsh.as_dict()
+
+
+def _boilerplate_report(cfg: Config, found: boilerplate.Boilerplate | None, sketched) -> dict:
+    """What stripping did: the rule, the lines found, and what they removed."""
+    out: dict = {"enabled": cfg.boilerplate.enabled}
+    if found is not None:
+        out.update(
+            unit=cfg.boilerplate.unit,
+            min_documents=found.min_documents,
+            lines=len(found.keys),
+            stripped_segments=int(sketched["segments"] or 0),
+            documents_stripped=int(sketched["docs"] or 0),
+        )
+    return out
+
+
+_WARMING: "weakref.WeakKeyDictionary[SparkSession, threading.Thread]" = weakref.WeakKeyDictionary()
+
+
+def warm_python_workers(spark: SparkSession) -> threading.Thread:
+    """Start Spark's Python workers while the JVM reads and checks the input.
+
+    The first Pandas UDF of a session pays for starting the worker daemon and
+    importing pandas and pyarrow (~3.6 s in local mode here); a one-row job in
+    a background thread overlaps that with the input checks. One partition,
+    so one task: the daemon it starts forks every later worker with the
+    imports done, and the other cores stay free for the checks (a task per
+    core held them all: 100k read stage 3.5-3.9 -> 2.7-3.0 s). Failures are
+    left to the sketch stage, which reports them properly. Once per session:
+    a later call returns the first call's thread (`run` starts it before it
+    reads the input, `checked_documents` for a DataFrame passed in).
+    """
+    started = _WARMING.get(spark)
+    if started is not None:
+        return started
+
+    def run() -> None:
+        try:
+            noop = pandas_udf(lambda s: s, "long")
+            spark.range(0, 1, 1, 1).select(noop("id")).collect()
+        except Exception:  # pragma: no cover - the sketch stage will fail loudly instead
+            pass
+
+    thread = threading.Thread(target=run, name="neardup-warm-workers", daemon=True)
+    _WARMING[spark] = thread
+    thread.start()
+    return thread
+
+
+def with_doc_ids(pairs: DataFrame, ids: DataFrame) -> DataFrame:
+    """Pairs of internal ids -> the output pairs table: doc ids, doc_a < doc_b."""
+    a = ids.select(F.col(C.NID).alias("_a"), F.col(C.DOC_ID).alias("_ida"))
+    b = ids.select(F.col(C.NID).alias("_b"), F.col(C.DOC_ID).alias("_idb"))
+    named = pairs.join(a, F.col(C.DOC_A) == F.col("_a")).join(b, F.col(C.DOC_B) == F.col("_b"))
+    swap = F.col("_ida") > F.col("_idb")
+    return named.select(
+        F.when(swap, F.col("_idb")).otherwise(F.col("_ida")).alias(C.DOC_A),
+        F.when(swap, F.col("_ida")).otherwise(F.col("_idb")).alias(C.DOC_B),
+        C.JACCARD,
+        F.when(swap, F.col(C.CONTAINMENT_B)).otherwise(F.col(C.CONTAINMENT_A)).alias(C.CONTAINMENT_A),
+        F.when(swap, F.col(C.CONTAINMENT_A)).otherwise(F.col(C.CONTAINMENT_B)).alias(C.CONTAINMENT_B),
+        C.MATCH,
+    )

@@ -1,0 +1,255 @@
+"""Stage 9, write: clusters/, pairs/, deduplicated/ (Parquet) and report.json.
+
+`deduplicated/` holds the keepers' *original* input rows, every column as
+read, so downstream jobs see the data they gave us, minus the duplicates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from neardup_spark import columns as C
+from neardup_spark.runtime import paths
+from neardup_spark.config import Config
+from neardup_spark.errors import NeardupError
+from neardup_spark.runtime.filestore import store_for
+from neardup_spark.runtime.parallel import run_all
+from neardup_spark.stages.read import CORRUPT
+from neardup_spark.runtime.storage import OWN_PREFIX, published, remove_leftovers, verify_written
+
+if TYPE_CHECKING:  # pragma: no cover
+    from neardup_spark.stages.pipeline import DedupResult
+
+_KEEPER = "__neardup_keeper"
+
+
+# Up to this many ids are broadcast to pick the keepers' rows, so the input
+# (with its text) is read once and never shuffled; at 1M documents the
+# shuffle join moved 1.7 GB and took most of the write stage.
+BROADCAST_IDS = 5_000_000
+
+
+def keeper_rows(raw: DataFrame, cfg: Config, clusters: DataFrame, n_keepers: int | None = None,
+                n_removed: int | None = None) -> DataFrame:
+    """The raw input rows whose id is a keeper's (all original columns).
+
+    With the counts known, the smaller id set (keepers, or the removed
+    documents for an anti-join) is broadcast when it is small enough.
+    """
+    raw_id = F.col(cfg.input.id_col)
+    if dict(clusters.dtypes)[C.DOC_ID] == "bigint":
+        raw_id = raw_id.cast("long")
+    cols = [c for c in raw.columns if c != CORRUPT]
+    by_removed = n_keepers is not None and n_removed is not None and n_removed < n_keepers
+    wanted = ~F.col(C.IS_KEEPER) if by_removed else F.col(C.IS_KEEPER)
+    ids = clusters.where(wanted).select(F.col(C.DOC_ID).alias(_KEEPER))
+    smaller = n_removed if by_removed else n_keepers
+    if smaller is not None and smaller <= BROADCAST_IDS:
+        ids = F.broadcast(ids)
+    return raw.join(ids, raw_id == F.col(_KEEPER), "left_anti" if by_removed else "left_semi").select(*cols)
+
+
+def check_paths(cfg: Config, master: str = "", spark: SparkSession | None = None, may_exist: bool = False) -> None:
+    """Before any work: the input names something, and the output is free (see
+    `check_output_free`)."""
+    if cfg.input.format != "table" and cfg.input.path:
+        paths.require_matches(input_matches(cfg, master, spark), cfg.input.path, cfg.input.format)
+    check_output_free(cfg, master, spark, may_exist)
+
+
+def check_output_free(cfg: Config, master: str = "", spark: SparkSession | None = None,
+                      may_exist: bool = False) -> None:
+    """Refuse, before any work, an output that exists (unless overwrite, or `may_exist`),
+    cannot be created (a file in the way, no write permission), or overlaps the input
+    (globs expanded, symlinks followed): a later run over the input would read the
+    outputs, or an overwrite would delete the input.
+
+    With a session the paths are resolved through its Hadoop FileSystem (fs.defaultFS
+    applies); without one only local paths are checked: file: URIs, and paths without a
+    scheme when `master` is local."""
+    out = cfg.output.path
+    dst = _where(spark, out, master)
+    if dst is None:
+        return
+    if cfg.output.mode == "errorifexists" and not may_exist and _holds_something(spark, dst):
+        raise output_exists(out)
+    if dst.scheme == "file":
+        _check_creatable(out, Path(str(dst.path)))
+    check_input_apart(cfg, dst, master, spark)
+
+
+def check_input_apart(cfg: Config, dst: paths.Location, master: str = "", spark: SparkSession | None = None) -> None:
+    """The output at dst overlaps no input of the run (see `paths.check_apart`)."""
+    inp = cfg.input.path
+    if cfg.input.format == "table" or not inp:
+        return
+    found = input_matches(cfg, master, spark)
+    if found:
+        paths.check_apart(dst, WRITTEN, found, paths.has_glob(inp), cfg.output.path, inp)
+
+
+def input_matches(cfg: Config, master: str = "", spark: SparkSession | None = None) -> list[paths.Location] | None:
+    """Every place cfg.input.path names (None where that cannot be told yet: a remote
+    path before the session starts)."""
+    inp = cfg.input.path
+    if paths.hadoop(spark) is not None:
+        return paths.matches(spark, inp)
+    if inp.startswith("file:") or (paths.is_local_path(inp) and master.startswith("local")):
+        return [paths.location(str(p)) for p in paths.local_matches(inp)]
+    return None
+
+
+def _where(spark: SparkSession | None, path: str, master: str) -> paths.Location | None:
+    if paths.hadoop(spark) is not None:
+        return paths.qualified(spark, path)
+    if path.startswith("file:") or (paths.is_local_path(path) and master.startswith("local")):
+        return paths.location(paths.local_path(path))
+    return None
+
+
+def output_holds_something(spark: SparkSession, out: str) -> bool:
+    """The output (through the session's filesystem) is a file or a directory with something
+    in it but what runs of ours leave behind."""
+    where = _where(spark, out, "local")
+    return where is not None and _holds_something(spark, where)
+
+
+def finished_report(spark: SparkSession, out: str) -> dict | None:
+    """The report a finished run left in `out` (where `write_report` puts it), or None."""
+    try:
+        text = store_for(spark, out).read_text("report.json")
+    except NeardupError:  # Spark Connect and a remote output
+        try:
+            line = spark.read.text(f"{out.rstrip('/')}/report").first()
+        except Exception:  # noqa: BLE001 - no report yet
+            return None
+        text = line[0] if line is not None else None
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+def _holds_something(spark: SparkSession | None, where: paths.Location) -> bool:
+    """A file, or a directory with anything in it but what runs of ours leave behind
+    (staging, probe and checkpoint directories)."""
+    if where.scheme == "file":
+        local = str(where.path)
+        if not os.path.exists(local):
+            return False
+        return not os.path.isdir(local) or any(not n.startswith(OWN_PREFIX) for n in os.listdir(local))
+    vm, conf = paths.hadoop(spark)
+    hpath = vm.org.apache.hadoop.fs.Path(str(where))
+    fs = hpath.getFileSystem(conf)
+    if not fs.exists(hpath):
+        return False
+    if not fs.getFileStatus(hpath).isDirectory():
+        return True
+    return any(not str(s.getPath().getName()).startswith(OWN_PREFIX) for s in fs.listStatus(hpath))
+
+
+def _check_creatable(out: str, target: Path) -> None:
+    """The output directory exists and is writable, or its nearest existing parent is."""
+    here = target.absolute()
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    if not here.is_dir():
+        what = "is a file" if here == target.absolute() else f"cannot be created: {str(here)!r} is a file"
+        raise NeardupError(f"output {out!r} {what}; --output names a directory")
+    if not os.access(here, os.W_OK | os.X_OK):
+        raise NeardupError(f"output {out!r} cannot be written: no write permission in {str(here)!r}")
+
+
+# What a run writes under its output (plots are files beside them).
+WRITTEN = ("clusters", "pairs", "deduplicated", "boilerplate", "report", "report.json")
+
+
+def output_exists(out: str) -> NeardupError:
+    return NeardupError(f"output {out!r} already exists; pass --overwrite (output.mode = 'overwrite') to replace it")
+
+
+def writer_mode(mode: str) -> str:
+    """output.mode as DataFrameWriter takes it everywhere: Spark Connect refuses
+    "errorifexists" (its alias "error" works on both)."""
+    return "error" if mode == "errorifexists" else mode
+
+
+def parquet_writes(tables: dict[str, DataFrame], root: str, mode: str) -> list:
+    """One task per table: write it as Parquet to root/name (run them with `run_all`)."""
+    mode = writer_mode(mode)
+    return [lambda name=name, df=df: df.write.mode(mode).parquet(f"{root}/{name}") for name, df in tables.items()]
+
+
+def copy_tables(spark: SparkSession, src_root: str, dst_root: str, names: list[str], mode: str) -> bool:
+    """Copy the table directories src_root/name to dst_root/name file by file, with the
+    Hadoop FileSystem API of Spark's JVM (any scheme Spark writes to), as `mode` says
+    (errorifexists, overwrite). Returns False, copying nothing, where the session has no
+    JVM at hand (Spark Connect): read and write the tables with Spark instead.
+
+    A copy is a few listing and stream calls; reading and rewriting the same rows with
+    Spark costs two jobs per table."""
+    try:
+        jvm, conf = spark.sparkContext._jvm, spark.sparkContext._jsc.hadoopConfiguration()
+    except Exception:  # Spark Connect: no SparkContext
+        return False
+    hpath, util = jvm.org.apache.hadoop.fs.Path, jvm.org.apache.hadoop.fs.FileUtil
+    for name in names:
+        src, dst = hpath(f"{src_root.rstrip('/')}/{name}"), hpath(f"{dst_root.rstrip('/')}/{name}")
+        src_fs, dst_fs = src.getFileSystem(conf), dst.getFileSystem(conf)
+        if dst_fs.exists(dst):
+            if mode != "overwrite":
+                raise output_exists(dst.toString())
+            dst_fs.delete(dst, True)
+        if not util.copy(src_fs, src, dst_fs, dst, False, conf):
+            raise NeardupError(f"could not copy {src.toString()!r} to {dst.toString()!r}")
+    return True
+
+
+def result_tables(result: "DedupResult") -> dict[str, DataFrame]:
+    """The output tables of a run: clusters, pairs, deduplicated (and boilerplate when stripping ran)."""
+    tables = {"clusters": result.clusters, "pairs": result.pairs, "deduplicated": result.deduplicated}
+    if result.boilerplate is not None:
+        tables["boilerplate"] = result.boilerplate.coalesce(1)
+    return tables
+
+
+def write_tables(spark: SparkSession, result: "DedupResult", root: str, mode: str) -> None:
+    """The run's tables under root, published whole (see `storage.published`) after their
+    row counts are read back and checked."""
+    tables = result_tables(result)
+    remove_leftovers(spark, root)
+    with published(spark, root, list(tables), mode) as stage:
+        run_all(parquet_writes(tables, stage.rstrip("/"), "error" if stage != root else writer_mode(mode)),
+                session=spark)
+        verify_written(spark, stage, written_rows(result))
+
+
+def written_rows(result: "DedupResult") -> dict[str, int]:
+    """The rows each table of `write_tables` holds, from the run's own counts."""
+    counts = result.report["counts"]
+    rows = {"clusters": counts["documents"], "pairs": counts["verified_pairs"] + counts["exact_duplicates"],
+            "deduplicated": counts["clusters"]}
+    if result.boilerplate is not None:
+        rows["boilerplate"] = result.report["boilerplate"]["lines"]
+    return rows
+
+
+def write_report(report: dict, out: str, spark: SparkSession) -> None:
+    """report.json beside the tables, written last (it says the output is complete), on any
+    filesystem the session reaches. Under Spark Connect a remote output gets it as a
+    one-line JSON text file written by Spark under report/."""
+    text = json.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
+    try:
+        store = store_for(spark, out)
+    except NeardupError:  # Spark Connect and a remote output: no filesystem but Spark's
+        line = json.dumps(report, default=str)
+        spark.createDataFrame([(line,)], "value string").coalesce(1).write.mode("overwrite").text(
+            f"{out.rstrip('/')}/report")
+        return
+    store.put("report.json", text)

@@ -1,0 +1,1 @@
+"""Around the pipeline: calibration, evaluation, figures and plots, the corpus generator."""

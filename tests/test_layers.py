@@ -1,0 +1,138 @@
+"""The package's layers import one way (see docs/architecture.md).
+
+entry points -> api -> tools, archive -> stages -> runtime, plan -> kernels,
+with the leaves (config, columns, errors, version) importable from anywhere
+and importing only each other. Every import is checked, the ones inside
+functions included: a lazy import against the direction is still a cycle,
+only hidden.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "neardup_spark"
+
+LEAVES = {"config", "columns", "errors", "version"}
+# Higher imports lower; equal ranks may import each other within one folder.
+RANKS = {
+    "leaf": 0,
+    "kernels": 1,
+    "plan": 2,  # what a run derives from its config: built from kernels' maths, read by stages
+    "runtime": 2,
+    "stages": 3,
+    "archive": 4,
+    "tools": 4,
+    "api": 5,
+    "entry": 6,
+}
+ENTRY = {"cli", "__main__", "__init__"}
+
+
+def layer_of(module: str) -> str:
+    """The layer of a dotted module name inside neardup_spark ("neardup_spark.stages.read" -> "stages")."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return "entry"  # the package itself: its __init__ re-exports the api
+    head = parts[0]
+    if head in LEAVES:
+        return "leaf"
+    if head in ENTRY:
+        return "entry"
+    if head in ("api", "plan"):
+        return head
+    if head in RANKS:
+        return head
+    raise AssertionError(f"neardup_spark.{head} belongs to no layer; add it to tests/test_layers.py")
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, imported module) for every import of the package in a file, lazy ones included.
+    `from neardup_spark.x import y` counts as importing neardup_spark.x.y when y is a module."""
+    tree = ast.parse(path.read_text(), str(path))
+    here = module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "neardup_spark"]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            if target.split(".")[0] != "neardup_spark":
+                continue
+            for a in node.names:
+                sub = PACKAGE.parent / f"{target}.{a.name}".replace(".", "/")
+                is_module = sub.is_dir() or sub.with_suffix(".py").exists()
+                found.append((node.lineno, f"{target}.{a.name}" if is_module else target))
+    return sorted(set(found))
+
+
+def violations() -> list[str]:
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        src = module_name(path)
+        src_layer = layer_of(src)
+        for line, target in imports(path):
+            dst_layer = layer_of(target)
+            if src_layer == "leaf":
+                ok = dst_layer == "leaf"
+            elif dst_layer == "leaf":
+                ok = True
+            elif RANKS[dst_layer] < RANKS[src_layer]:
+                ok = True
+            else:
+                ok = dst_layer == src_layer
+            if not ok:
+                bad.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {src_layer} {src} imports "
+                           f"{dst_layer} {target}")
+    return bad
+
+
+def test_every_import_goes_down_the_layers():
+    assert violations() == []
+
+
+def test_kernels_never_import_pyspark():
+    bad = []
+    for path in sorted((PACKAGE / "kernels").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            bad += [f"{path.name}:{node.lineno}: {n}" for n in names if n.split(".")[0] == "pyspark"]
+    assert bad == []
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from neardup_spark.stages import read\n", "neardup_spark.stages.read"),
+    ("def f():\n    from neardup_spark.archive.index import open_index\n", "neardup_spark.archive.index"),
+    ("from neardup_spark import columns as C\n", "neardup_spark.columns"),
+])
+def test_the_walk_sees_every_form_of_import(tmp_path, monkeypatch, source, expected):
+    # The checker must see lazy imports and package-relative forms, or it passes by seeing nothing.
+    fake = PACKAGE / "kernels" / "hashing.py"
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: source)
+    assert [t for _, t in imports(fake)] == [expected]
+
+
+def test_an_upward_import_is_caught(monkeypatch):
+    real = Path.read_text
+
+    def read(self, *a, **k):
+        if self.name == "hashing.py" and self.parent.name == "kernels":
+            return "def f():\n    from neardup_spark.stages.pipeline import run\n"
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Path, "read_text", read)
+    assert any("kernels/hashing.py:2" in v for v in violations())
