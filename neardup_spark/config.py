@@ -98,7 +98,7 @@ class MatchConfig:
     method: str = "minhash"
     # jaccard: duplicates by Jaccard (verify.threshold); containment: one document's
     # shingles mostly inside the other's (|A n B| / |A| >= containment_threshold),
-    # found by size-partitioned LSH (see `containment`), up to max_size_ratio.
+    # found by size-partitioned LSH (see `stages.containment`), up to max_size_ratio.
     mode: str = "jaccard"
     containment_threshold: float = 0.8
     max_size_ratio: float = 16.0
@@ -168,7 +168,7 @@ class OutputConfig:
 
 @dataclass(frozen=True)
 class IndexConfig:
-    """The archive index a nightly batch is checked against and appended to (see `nightly`)."""
+    """The archive index a nightly batch is checked against and appended to (see `archive.nightly`)."""
 
     path: str = ""
     append: bool = False  # run: query the batch against the index, then append it
@@ -190,11 +190,11 @@ class SparkConfig:
     shuffle_partitions: int = 0  # 0 leaves Spark's setting alone
     conf: Mapping[str, str] = field(default_factory=dict)
     # Local mode, JVM started by neardup: keep a class-data archive of the
-    # driver JVM (see session.class_archive). Saves ~4 s a run here.
+    # driver JVM (see runtime.session.class_archive): the JVM starts seconds faster.
     class_cache: bool = True
     # Local mode, JVM started by neardup: "auto" runs the JIT's quick compiler
-    # only (C1) when the local input is under session.SHORT_RUN_BYTES, "c1"
-    # always, "default" never (see session.jit_options).
+    # only (C1) when the local input is under runtime.session.SHORT_RUN_BYTES, "c1"
+    # always, "default" never (see runtime.session.jit_options).
     jit: str = "auto"
 
 

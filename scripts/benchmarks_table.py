@@ -1,0 +1,548 @@
+"""Write BENCHMARKS.md: the current figure of every benchmark, from benchmarks/results/*.json.
+
+    python scripts/benchmarks_table.py           # (re)write BENCHMARKS.md
+    python scripts/benchmarks_table.py --check   # exit 1 if BENCHMARKS.md is not what this script writes
+
+Results files are grouped by benchmark (and, for the peer comparison, by corpus
+variant and the peers run); the current file of a group is the newest one: by
+the commit time of the neardup code it records, else of a commit its name
+carries (`scale-01b6532.json`), else of the last commit that changed the file
+(`git log -1 --format=%ct -- FILE`; the file's mtime when git has no answer).
+Each row gives the corpus, the key figures, the command that reproduces it
+(the script's own flags, read from its argparse calls, where the record differs
+from the defaults) and the file. A results file of a benchmark this script does
+not know gets a generic row (its top-level numbers); a file that does not parse
+gets a row that says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+OUTPUT = ROOT / "BENCHMARKS.md"
+PYTHON = ".venv/bin/python"
+ORDER = ("scale", "peers", "signatures", "nightly", "skew", "boilerplate", "quality", "simhash", "components",
+         "compare")
+PEERS = {"neardup": "neardup", "mllib": "MLlib", "text-dedup": "text-dedup"}
+
+
+# -- git and files --------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=None)
+def _git(*args: str) -> str:
+    try:
+        proc = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def _commit_time(ref: str) -> int | None:
+    out = _git("log", "-1", "--format=%ct", f"{ref}^{{commit}}", "--")
+    return int(out) if out.isdigit() else None
+
+
+def _file_time(path: Path) -> int:
+    out = _git("log", "-1", "--format=%ct", "--", str(path))
+    return int(out) if out.isdigit() else int(path.stat().st_mtime)
+
+
+def _recorded_heads(data: Any) -> list[str]:
+    """Commits of the neardup code a record says it ran (git_head / head fields anywhere in it)."""
+    found: list[str] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k in ("git_head", "head") and isinstance(v, str) and re.fullmatch(r"[0-9a-f]{7,40}", v):
+                    found.append(v)
+                else:
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(data)
+    return found
+
+
+def _age(path: Path, data: Any) -> tuple:
+    """Sort key, newest last: (run time, file time, canonical name, name)."""
+    heads = [t for t in (_commit_time(h) for h in _recorded_heads(data)) if t is not None]
+    named = [t for t in (_commit_time(tok) for tok in re.findall(r"(?<![0-9a-f])[0-9a-f]{7,40}(?![0-9a-f])", path.stem))
+             if t is not None]
+    file_time = _file_time(path)
+    run = max(heads) if heads else (max(named) if named else file_time)
+    canonical = path.stem == str(data.get("benchmark", "")) if isinstance(data, dict) else False
+    return run, file_time, canonical, path.name
+
+
+# -- the scripts' command lines -------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=None)
+def _options(script: str) -> list[tuple[str, str, Any, bool]]:
+    """(flag, dest, default, is_store_true) of each `add_argument("--x", ...)` in benchmarks/<script>.py, in order."""
+    tree = _module(script)
+    if tree is None:
+        return []
+    out: list = []
+    seen: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+                and node.args and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("--")):
+            continue
+        flag = str(node.args[0].value)
+        kw = {k.arg: k.value for k in node.keywords}
+        dest = kw["dest"].value if isinstance(kw.get("dest"), ast.Constant) else flag[2:].replace("-", "_")
+        default = _evaluate(kw["default"], script) if "default" in kw else None
+        store_true = isinstance(kw.get("action"), ast.Constant) and kw["action"].value == "store_true"
+        if flag not in seen:
+            seen.add(flag)
+            out.append(((node.lineno, node.col_offset), (flag, dest, default, store_true)))
+    return [option for _, option in sorted(out)]
+
+
+def _evaluate(node: ast.AST, script: str) -> Any:
+    """A default as the script computes it, where that is a literal, a module constant (its own or one
+    it imports from benchmarks.*), or list()/tuple() of one; else ... (equal to no recorded value)."""
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        pass
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple") \
+            and len(node.args) == 1:
+        inner = _evaluate(node.args[0], script)
+        return list(inner) if isinstance(inner, (list, tuple)) else ...
+    if isinstance(node, ast.Name):
+        return _constant(script, node.id)
+    return ...
+
+
+@lru_cache(maxsize=None)
+def _module(script: str) -> ast.Module | None:
+    try:
+        return ast.parse((ROOT / "benchmarks" / f"{script}.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return None
+
+
+def _constant(script: str, name: str, depth: int = 0) -> Any:
+    tree = _module(script)
+    if tree is None or depth > 3:
+        return ...
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return _evaluate(node.value, script)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("benchmarks.") \
+                and any((a.asname or a.name) == name for a in node.names):
+            original = next(a.name for a in node.names if (a.asname or a.name) == name)
+            return _constant(node.module.split(".", 1)[1], original, depth + 1)
+    return ...
+
+
+def _measures(script: str) -> str:
+    """The first sentence of a benchmark script's docstring: what it measures."""
+    tree = _module(script)
+    doc = ast.get_docstring(tree) if tree is not None else None
+    if not doc:
+        return ""
+    paragraph = " ".join(doc.split("\n\n", 1)[0].split())
+    return re.split(r"(?<=[.?!])\s", paragraph, maxsplit=1)[0].rstrip(".")
+
+
+def _same(value: Any, default: Any) -> bool:
+    if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)):
+        return len(value) == len(default) and all(_same(a, b) for a, b in zip(value, default))
+    if isinstance(value, (int, float)) and isinstance(default, (int, float)) and not isinstance(value, bool):
+        return float(value) == float(default)
+    return value == default
+
+
+def _arg(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return " ".join(_arg(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        return repr(value)
+    text = str(value)
+    return f"'{text}'" if re.search(r"[^\w.,=/:@+-]", text) else text
+
+
+def command(script: str, values: dict[str, Any], prefix: str = "") -> str:
+    """`.venv/bin/python -m benchmarks.<script>` with the flags whose recorded value is not the default."""
+    parts = [f"{prefix}{PYTHON} -m benchmarks.{script}"]
+    for flag, dest, default, store_true in _options(script):
+        if dest not in values or values[dest] is None:
+            continue
+        value = values[dest]
+        if store_true:
+            if value:
+                parts.append(flag)
+        elif not _same(value, default):
+            parts.append(f"{flag} {_arg(value)}")
+    return " ".join(parts)
+
+
+# -- rows -----------------------------------------------------------------------------------------------------
+
+
+def _docs(n: Any) -> str:
+    if not isinstance(n, (int, float)):
+        return str(n)
+    n = int(n)
+    if n >= 1_000_000 and n % 1_000_000 == 0:
+        return f"{n // 1_000_000}M"
+    if n >= 1000 and n % 1000 == 0:
+        return f"{n // 1000}k"
+    return f"{n:,}"
+
+
+def _s(x: Any) -> str:
+    return f"{x:.1f} s" if isinstance(x, (int, float)) else "-"
+
+
+def _f(x: Any, digits: int = 3) -> str:
+    return f"{x:.{digits}f}" if isinstance(x, (int, float)) else "-"
+
+
+def _where(data: dict) -> str:
+    master = data.get("master")
+    return f", {master}" if master else ""
+
+
+def _scale(data: dict) -> tuple[str, str, str]:
+    runs = data["runs"]
+    sizes = [r["docs"] for r in runs]
+    figures = "; ".join(f"{_docs(r['docs'])}: {_s(r.get('process_seconds'))}" for r in runs)
+    big = max(runs, key=lambda r: r["docs"])
+    if big.get("peak_rss_mb"):
+        figures += f" (peak RSS {big['peak_rss_mb']:,} MB at {_docs(big['docs'])})"
+    corpus = f"seven-edit corpus, {'/'.join(_docs(n) for n in sizes)} docs{_where(data)}"
+    cmd = command("scale", {"docs": sizes, "master": data.get("master"), "shuffle_partitions":
+                            data.get("shuffle_partitions"), "driver_memory": data.get("driver_memory")})
+    return corpus, "whole `neardup run` process: " + figures, cmd
+
+
+def _tools(data: dict) -> list[str]:
+    present = {r["tool"] for r in data.get("runs", [])}
+    return [t for t in PEERS if t in present] + sorted(present - set(PEERS))
+
+
+def _peers(data: dict) -> tuple[str, str, str]:
+    runs = data["runs"]
+    tools = _tools(data)
+    sizes = sorted({r["docs"] for r in runs})
+    largest = sizes[-1]
+    ok = [r for r in runs if r["docs"] == largest and r.get("status") == "ok"]
+    recall = {t: next((r["scores"]["recall"] for r in ok if r["tool"] == t and r.get("scores")), None) for t in tools}
+    parts = []
+    medians = [m for m in data.get("medians") or [] if m["docs"] == largest]
+    if medians:
+        for m in medians:
+            ratio = f" ({m['time_vs_neardup_median']}x neardup)" if m.get("time_vs_neardup_median") else ""
+            parts.append(f"{PEERS.get(m['tool'], m['tool'])} {_s(m.get('process_seconds_median'))}{ratio}")
+        timing = f"medians of {data.get('repeat')} rounds at {_docs(largest)}: " + ", ".join(parts)
+    else:
+        for r in (r for r in ok if r.get("round", 0) == 0):
+            ratio = f" ({r['time_vs_neardup']}x neardup)" if r.get("time_vs_neardup") else ""
+            parts.append(f"{PEERS.get(r['tool'], r['tool'])} {_s(r.get('process_seconds'))}{ratio}")
+        timing = f"at {_docs(largest)}: " + ", ".join(parts)
+    quality = ", ".join(f"{PEERS.get(t, t)} {_f(v)}" for t, v in recall.items() if v is not None)
+    variant = data.get("variant") or "ascii"
+    corpus = f"seven-edit corpus{'' if variant == 'ascii' else f' ({variant})'}, " \
+             f"{'/'.join(_docs(n) for n in sizes)} docs{_where(data)}"
+    values = {"docs": sizes, "tools": tools, "repeat": data.get("repeat") or 1, "variant": variant,
+              "seed": data.get("seed"), "master": data.get("master"),
+              "shuffle_partitions": data.get("shuffle_partitions")}
+    return corpus, f"process time, {timing}; pair recall {quality}", command("peers", values)
+
+
+def _signatures(data: dict) -> tuple[str, str, str]:
+    rows = data["rows"]
+    udf_sizes = data.get("udf_docs") or []
+    parts = []
+    for variant in data.get("variants") or ["ascii"]:
+        mine = {k.split(": ", 1)[1]: v for k, v in rows.items() if k.startswith(f"{variant}: ") and v}
+        kernel = next((v for k, v in mine.items() if "kernel" in k), None)
+        udfs = [v for k, v in mine.items() if "UDF" in k]
+        udf = max(udfs, key=lambda v: v.get("docs", 0)) if udfs else None
+        bits = []
+        if kernel:
+            bits.append(f"kernel {kernel['docs_per_s_per_core']:,.0f} ({kernel.get('vs_datasketch', '-')}x datasketch)")
+        if udf:
+            bits.append(f"Spark UDF at {_docs(udf.get('docs'))} {udf['docs_per_s_per_core']:,.0f} "
+                        f"({udf.get('vs_datasketch', '-')}x)")
+        if bits:
+            parts.append(f"{variant}: " + ", ".join(bits))
+    rounds = f"; medians of {data['rounds']} rounds" if data.get("rounds") else ""
+    udf = "/".join(map(_docs, udf_sizes))
+    corpus = f"first {_docs(data.get('docs'))} of the seven-edit corpus (UDF rows: {udf}), " \
+             f"{data.get('mean_chars', '-')} chars a document"
+    values = {"docs": data.get("docs"), "udf_docs": udf_sizes, "rounds": data.get("rounds") or 1,
+              "variants": data.get("variants")}
+    if not data.get("rounds"):
+        values.pop("rounds")
+    return corpus, "docs/s per core: " + "; ".join(parts) + rounds, command("signatures", values)
+
+
+def _nightly(data: dict) -> tuple[str, str, str]:
+    sizes = data["sizes"]
+    big = max(sizes, key=lambda s: s["docs"])
+    t = data.get("targets", {})
+    figures = [f"{_docs(s['batch_documents'])} batch against {_docs(s['archive_documents'])} archived: "
+               f"append {_s(s['append'].get('process_seconds'))}" for s in sizes]
+    if "rerun" in big:
+        figures.append(f"full re-run of {_docs(big['docs'])}: {_s(big['rerun'].get('process_seconds'))}")
+    ratios = []
+    if t.get("append_scale", {}).get("ratio") is not None:
+        ratios.append(f"append at the largest / smallest archive {t['append_scale']['ratio']}x")
+    if t.get("append_vs_rerun", {}).get("ratio") is not None:
+        ratios.append(f"append / re-run {t['append_vs_rerun']['ratio']}x")
+    docs = "/".join(_docs(s["docs"]) for s in sizes)
+    corpus = f"seven-edit corpus split into archive + batch, {docs} docs{_where(data)}"
+    values = {"sizes": ",".join(str(s["docs"]) for s in sizes), "batch": data.get("batch"), "seed": data.get("seed"),
+              "no_rerun": "rerun" not in big, "master": data.get("master"),
+              "shuffle_partitions": data.get("shuffle_partitions"), "driver_memory": data.get("driver_memory")}
+    return corpus, "; ".join(figures + ratios), command("nightly", values, "PYSPARK_PYTHON=$PWD/.venv/bin/python ")
+
+
+def _skew(data: dict) -> tuple[str, str, str]:
+    runs = {r["case"]: r for r in data["runs"]}
+    parts = []
+    v = data.get("skewed_vs_baseline") or {}
+    if v:
+        parts.append(f"big clusters: {v.get('time_ratio')}x the baseline's time, {v.get('candidates_ratio')}x its "
+                     f"candidates, recall {_f(v.get('recall_skewed_big'))}")
+    for case, r in runs.items():
+        if case.startswith("boilerplate"):
+            q = r.get("quality", {}).get("all", {})
+            parts.append(f"{case}: precision {_f(q.get('precision'), 4)}, recall {_f(q.get('recall'))}")
+    corpus = f"seven-edit corpus with big clusters or shared boilerplate, {_docs(data.get('docs'))} docs{_where(data)}"
+    shares = sorted(float(c.split("-", 1)[1]) for c in runs if c.startswith("boilerplate-"))
+    values = {"docs": data.get("docs"), "seed": data.get("seed"), "boilerplate": shares,
+              "master": data.get("master"), "shuffle_partitions": data.get("shuffle_partitions")}
+    return corpus, "; ".join(parts), command("skew", values)
+
+
+def _boilerplate(data: dict) -> tuple[str, str, str]:
+    by_share: dict[float, dict[str, dict]] = {}
+    for r in data["runs"]:
+        by_share.setdefault(r["share"], {})[r["stripping"]] = r
+    parts = []
+    for share, pair in sorted(by_share.items()):
+        bits = [f"{mode} {_f(r.get('precision'), 4)}/{_f(r.get('recall'))}"
+                for mode, r in sorted(pair.items(), reverse=True)]
+        parts.append(f"{share:.2f}: " + ", ".join(bits))
+    corpus = f"every document with site boilerplate, {_docs(data.get('docs'))} docs, threshold {data.get('threshold')}"
+    values = {"docs": data.get("docs"), "seed": data.get("seed"), "shares": data.get("shares"),
+              "threshold": data.get("threshold"), "num_perm": data.get("num_perm"), "master": data.get("master"),
+              "shuffle_partitions": data.get("shuffle_partitions")}
+    return corpus, "pair precision/recall by boilerplate share, stripping off and on: " + "; ".join(parts), \
+        command("boilerplate", values)
+
+
+def _quality(data: dict) -> tuple[str, str, str]:
+    p, lsh = data["pairs"], data.get("lsh") or {}
+    layout = f" (bands {lsh['bands']} x rows {lsh['rows']})" if "bands" in lsh else ""
+    worst = min((data.get("recall_by_edit") or {}).items(), key=lambda kv: kv[1], default=None)
+    edit = f"; lowest recall by edit type {worst[0]} {_f(worst[1])}" if worst and worst[1] < 1 else ""
+    if not edit and data.get("recall_by_edit"):
+        edit = f"; recall 1.000 on each of the {len(data['recall_by_edit'])} edit types"
+    corpus = f"seven-edit corpus, {_docs(data.get('docs'))} docs, threshold {data.get('threshold')}{layout}"
+    values = {"docs": data.get("docs"), "seed": data.get("seed"), "threshold": data.get("threshold"),
+              "num_perm": data.get("num_perm"), "method": data.get("method"), "master": data.get("master")}
+    return corpus, f"pair precision {_f(p.get('precision'), 4)}, recall {_f(p.get('recall'), 4)}{edit}", \
+        command("quality", values)
+
+
+def _simhash(data: dict) -> tuple[str, str, str]:
+    parts, specs = [], []
+    for row in data["rows"]:
+        p = row["pairs"]
+        parts.append(f"{row['method']}: F1 {_f(p.get('f1'))}, {row.get('lookup_bytes_per_document')} B/doc")
+        if row["method"].startswith("simhash "):
+            specs.append(row["method"].split(" ", 1)[1])
+    corpus = f"seven-edit corpus, {_docs(data.get('docs'))} docs, MinHash threshold {data.get('threshold')}"
+    values = {"docs": data.get("docs"), "seed": data.get("seed"), "threshold": data.get("threshold")}
+    cmd = command("simhash", values)
+    if specs and specs != ["k=3", "k=6"]:
+        cmd += " --simhash " + " ".join(specs)
+    return corpus, "; ".join(parts), cmd
+
+
+def _components(data: dict) -> tuple[str, str, str]:
+    runs = data["runs"]
+    parts = [f"{_docs(r['nodes'])} nodes: {r['rounds']} rounds, {_s(r.get('seconds'))} in a running session"
+             for r in runs]
+    corpus = f"{data.get('graph', 'path graphs')}{_where(data)}"
+    return corpus, "; ".join(parts), command("components", {"nodes": [r["nodes"] for r in runs],
+                                                            "master": data.get("master")})
+
+
+def _compare(data: dict, path: Path) -> tuple[str, str, str]:
+    label = re.sub(rf"^compare-{data.get('docs')}-?", "", path.stem)
+    figures = (f"median new/old {data.get('median_ratio_new_to_old')} ({_s(data.get('median_new_seconds'))} against "
+               f"{_s(data.get('median_old_seconds'))}, {len(data.get('pairs', []))} alternating pairs)")
+    names = label.split("-") if label else []
+    old = f"CHECKOUT_OF_{names[0]}" if names else "OLD_CHECKOUT"
+    values = {"old": old, "docs": data.get("docs"), "pairs": len(data.get("pairs", [])),
+              "master": data.get("master"), "threshold": data.get("threshold"), "label": label}
+    corpus = f"seven-edit corpus, {_docs(data.get('docs'))} docs{_where(data)}"
+    return corpus, figures, command("compare", values)
+
+
+def _generic(data: Any) -> tuple[str, str, str]:
+    if not isinstance(data, dict):
+        return "-", f"a {type(data).__name__}, not a record", "-"
+    figures = [f"{k} {v}" for k, v in data.items()
+               if isinstance(v, (int, float, bool)) and not isinstance(v, str)][:8]
+    return "-", ", ".join(figures) or "no top-level figures", "-"
+
+
+SUMMARIES: dict[str, Callable[[dict], tuple[str, str, str]]] = {
+    "scale": _scale, "peers": _peers, "signatures": _signatures, "nightly": _nightly, "skew": _skew,
+    "boilerplate": _boilerplate, "quality": _quality, "simhash": _simhash, "components": _components,
+}
+
+
+# -- grouping -------------------------------------------------------------------------------------------------
+
+
+def _load(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {"_unreadable": f"{type(exc).__name__}"}
+
+
+def _benchmark(path: Path, data: Any) -> str:
+    name = data.get("benchmark") if isinstance(data, dict) else None
+    return str(name) if name else re.split(r"[-.]", path.name, maxsplit=1)[0]
+
+
+def _group(path: Path, data: Any) -> tuple[str, str]:
+    """(benchmark, the label of its row): one row per benchmark, and for peers per variant and peer set."""
+    bench = _benchmark(path, data)
+    if not isinstance(data, dict):
+        return bench, bench
+    if bench == "peers":
+        try:
+            tools = [PEERS.get(t, t) for t in _tools(data) if t != "neardup"]
+        except (KeyError, TypeError, AttributeError):
+            tools = []
+        variant = data.get("variant") or "ascii"
+        return bench, f"peers: {', '.join(tools) or 'neardup'}" + ("" if variant == "ascii" else f" ({variant})")
+    if bench == "quality" and data.get("method") not in (None, "minhash"):
+        return bench, f"quality ({data.get('method')})"
+    return bench, bench
+
+
+def rows() -> list[dict]:
+    groups: dict[tuple[str, str], list[tuple[tuple, Path, Any]]] = {}
+    for path in sorted(RESULTS.glob("*.json")):
+        data = _load(path)
+        groups.setdefault(_group(path, data), []).append((_age(path, data), path, data))
+    out = []
+    for (bench, label), members in groups.items():
+        members.sort(key=lambda m: m[0])
+        _, path, data = members[-1]
+        try:
+            if isinstance(data, dict) and "_unreadable" in data:
+                corpus, figures, cmd = "-", f"unreadable ({data['_unreadable']})", "-"
+            elif bench == "compare":
+                corpus, figures, cmd = _compare(data, path)
+            elif bench in SUMMARIES:
+                corpus, figures, cmd = SUMMARIES[bench](data)
+            else:
+                corpus, figures, cmd = _generic(data)
+        except Exception:  # noqa: BLE001 - a record of another shape: its top-level figures instead
+            corpus, figures, cmd = _generic(data)
+        heads = _recorded_heads(data)
+        out.append({"bench": bench, "label": label, "measures": _measures(bench), "corpus": corpus,
+                    "figures": figures, "command": cmd,
+                    "file": path.name, "code": heads[0][:7] if heads else None,
+                    "older": [m[1].name for m in reversed(members[:-1])],
+                    "machine": _machine(data)})
+    rank = {name: i for i, name in enumerate(ORDER)}
+    out.sort(key=lambda r: (rank.get(r["bench"], len(ORDER)), r["label"]))
+    return out
+
+
+def _machine(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return None
+    m = data.get("machine")
+    if isinstance(m, str):
+        return m
+    if isinstance(m, dict):
+        return f"{m.get('machine', '?')}, {m.get('cores', '?')} cores, Python {m.get('python', '?')}"
+    return None
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render() -> str:
+    table = rows()
+    machines = sorted({r["machine"] for r in table if r["machine"]})
+    lines = [
+        "# Benchmarks",
+        "",
+        "<!-- Generated by scripts/benchmarks_table.py from benchmarks/results/*.json: do not edit by hand. -->",
+        "",
+        "The current figure of each benchmark: one row per benchmark (the peer comparison: per peer and corpus",
+        "variant), taken from its newest results file in `benchmarks/results/`. Earlier runs keep their own",
+        "results files (listed below the table), and the history of every figure is in git",
+        "(`git log -p -- benchmarks/results/`). Run the commands from the repository root after",
+        "`./scripts/setup.sh`; the peer benchmarks also need `./benchmarks/setup-peers.sh`. Times are whole",
+        "processes (JVM start included) unless a row says otherwise.",
+        "",
+    ]
+    if machines:
+        lines += ["Recorded on: " + "; ".join(machines) + ". Shared machines drift: compare figures of one row,",
+                  "taken within one run, rather than figures of different rows.", ""]
+    lines += ["| Benchmark | Measures | Corpus / size | Key figures | Command | Results file |",
+              "|---|---|---|---|---|---|"]
+    for r in table:
+        file_cell = f"[`{r['file']}`](benchmarks/results/{r['file']})" + (f" (code {r['code']})" if r["code"] else "")
+        cmd = f"`{_cell(r['command'])}`" if r["command"] != "-" else "-"
+        lines.append(f"| {_cell(r['label'])} | {_cell(r['measures']) or '-'} | {_cell(r['corpus'])} | "
+                     f"{_cell(r['figures'])} | {cmd} | {file_cell} |")
+    older = [r for r in table if r["older"]]
+    if older:
+        lines += ["", "## Earlier results files", "", "Newest first; each holds the figures of its own run.", ""]
+        for r in older:
+            lines.append(f"- {r['label']}: " + ", ".join(f"`{name}`" for name in r["older"]))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if BENCHMARKS.md is out of date")
+    args = ap.parse_args(argv)
+    text = render()
+    if args.check:
+        current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.exists() else ""
+        if current != text:
+            print("BENCHMARKS.md is out of date: run python scripts/benchmarks_table.py", file=sys.stderr)
+            return 1
+        return 0
+    OUTPUT.write_text(text, encoding="utf-8")
+    print(f"wrote {OUTPUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
