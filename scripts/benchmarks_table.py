@@ -17,7 +17,6 @@ gets a row that says so.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import re
@@ -26,6 +25,8 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
+
+import generated  # scripts/generated.py, beside this file
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -529,19 +530,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if BENCHMARKS.md is out of date")
-    args = ap.parse_args(argv)
-    text = render()
-    if args.check:
-        current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.exists() else ""
-        if current != text:
-            print("BENCHMARKS.md is out of date: run python scripts/benchmarks_table.py", file=sys.stderr)
-            return 1
-        return 0
-    OUTPUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUTPUT.relative_to(ROOT)}")
-    return 0
+    return generated.main(OUTPUT, render, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

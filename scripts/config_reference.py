@@ -15,7 +15,6 @@ and the rules it enforces on it (`_check(...)` messages). Only
 
 from __future__ import annotations
 
-import argparse
 import ast
 import dataclasses
 import inspect
@@ -31,6 +30,8 @@ OUTPUT = ROOT / "docs" / "configuration.md"
 
 sys.path.insert(0, str(ROOT))
 import neardup_spark.config as config  # noqa: E402
+
+import generated  # noqa: E402  scripts/generated.py, beside this file
 
 
 # -- reading the source ---------------------------------------------------------------------------------------
@@ -391,20 +392,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if docs/configuration.md is out of date")
-    args = ap.parse_args(argv)
-    text = render()
-    if args.check:
-        current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.exists() else ""
-        if current != text:
-            print(f"{OUTPUT.relative_to(ROOT)} is out of date: run python scripts/config_reference.py", file=sys.stderr)
-            return 1
-        return 0
-    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
-    OUTPUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUTPUT.relative_to(ROOT)}")
-    return 0
+    return generated.main(OUTPUT, render, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":
