@@ -175,9 +175,10 @@ class SparkUdf:
         return [docs for v, docs in self.frames if v == variant]
 
     def _write(self, text) -> None:
+        from neardup_spark.plan import resolve
         from neardup_spark.stages.sketch import sketch
 
-        sketch(text, self.cfg).write.format("noop").mode("overwrite").save()
+        sketch(text, self.cfg, resolve(self.cfg).matcher).write.format("noop").mode("overwrite").save()
 
     def rate(self, variant: str, docs: int) -> dict:
         """One timed run: docs/s of wall time, divided by the cores."""

@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from neardup_spark.archive import nightly
 from neardup_spark.config import Config, ConfigError, require_io_paths
+from neardup_spark.plan import resolve
 from neardup_spark.runtime.paths import local_path
 from neardup_spark.runtime.session import is_local_master, master_of
 from neardup_spark.runtime.storage import checkpoint_dir, probe_executor_writes
@@ -85,7 +86,7 @@ def deduplicate(df: DataFrame, config: Config | None = None, **settings: Any) ->
     `options`. The result's DataFrames are persisted: call
     `result.unpersist()` when done. Nothing is written.
     """
-    return pipeline.deduplicate(df, options(config, **settings))
+    return pipeline.deduplicate(df, resolve(options(config, **settings)))
 
 
 def read(spark: SparkSession, config: Config) -> DataFrame:
@@ -100,6 +101,7 @@ def run(spark: SparkSession, cfg: Config) -> dict:
     index and appended to it (see `append`)."""
     if cfg.index.append:
         return append(spark, cfg)
+    plan = resolve(cfg)
     require_io_paths(cfg)
     check_paths(cfg, master_of(spark), spark)
     check_backend(spark, cfg)
@@ -119,7 +121,7 @@ def run(spark: SparkSession, cfg: Config) -> dict:
     # The checkpoints stay until the tables are written: a cached frame evicted meanwhile
     # is recomputed from them.
     with checkpoint_dir(spark, cfg, cfg.output.path):
-        result = pipeline.deduplicate(raw, cfg)
+        result = pipeline.deduplicate(raw, plan)
         writing = pipeline.Stages(spark)
         with writing.stage("write"):
             write_tables(spark, result, cfg.output.path, cfg.output.mode)
@@ -137,13 +139,13 @@ def run(spark: SparkSession, cfg: Config) -> dict:
 
 def build_index(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
     """A new archive index at cfg.index.path from cfg.input (and, with `output`, a run's tables there)."""
-    return nightly.build(spark, cfg, output)
+    return nightly.build(spark, resolve(cfg), output)
 
 
 def append(spark: SparkSession, cfg: Config) -> dict:
     """cfg.input as tonight's batch: checked against the index at cfg.index.path, written to
     cfg.output.path and appended to the index in one commit."""
-    return nightly.append(spark, cfg)
+    return nightly.append(spark, resolve(cfg))
 
 
 def export(spark: SparkSession, index_path: str, output: str, mode: str = "errorifexists") -> int:

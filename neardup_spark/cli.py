@@ -232,12 +232,14 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 
 def _cmd_params(args: argparse.Namespace) -> int:
-    from neardup_spark.kernels.lsh import advice, format_report, lsh_params, s_curve
+    from neardup_spark.kernels.lsh import advice, format_report, s_curve
+    from neardup_spark.plan import resolve
 
     cfg = config_from_args(args)
-    if cfg.match.mode == "containment":  # size classes of their own; the Jaccard bands are not used
-        return _containment_params(cfg, args.json)
-    lsh = lsh_params(cfg)
+    plan = resolve(cfg)
+    if plan.matcher.kind == "containment":  # size classes of their own; the Jaccard bands are not used
+        return _containment_params(plan, args.json)
+    lsh = plan.lsh
     if args.json:
         out = lsh.as_dict()
         out["advice"] = advice(lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability)
@@ -248,13 +250,12 @@ def _cmd_params(args: argparse.Namespace) -> int:
     return 0
 
 
-def _containment_params(cfg: Config, as_json: bool) -> int:
+def _containment_params(plan, as_json: bool) -> int:
     from neardup_spark.kernels import containment
-    from neardup_spark.stages.pipeline import run_advice
-    from neardup_spark.stages.sketch import containment_classes
 
-    classes, t, perm = containment_classes(cfg), cfg.match.containment_threshold, cfg.minhash.num_perm
-    notes = run_advice(cfg)  # what a run with this config reports
+    cfg = plan.cfg
+    classes, t, perm = list(plan.matcher.classes), cfg.match.containment_threshold, cfg.minhash.num_perm
+    notes = plan.advice  # what a run with this config reports
     if as_json:
         print(json.dumps({"mode": "containment", "containment_threshold": t, "num_perm": perm,
                           "size_classes": [c.as_dict() for c in classes], "advice": notes}, indent=2))
@@ -450,12 +451,12 @@ def _format_scores(result: dict) -> str:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from neardup_spark.archive import nightly
+    from neardup_spark import api
 
     cfg = config_from_args(args)
     if args.index_command == "export":
         _check_output(cfg)
-        n = _in_session(cfg, lambda spark: nightly.export(spark, cfg.index.path, cfg.output.path, cfg.output.mode))
+        n = _in_session(cfg, lambda spark: api.export(spark, cfg.index.path, cfg.output.path, cfg.output.mode))
         print(f"wrote the current clusters of {n} archived documents to {cfg.output.path.rstrip('/')}/clusters")
         return 0
     if not cfg.input.path:
@@ -464,7 +465,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     output = args.output
     if output:
         _check_output(cfg)
-    report = _in_session(cfg, lambda spark: nightly.build(spark, cfg, output))
+    report = _in_session(cfg, lambda spark: api.build_index(spark, cfg, output))
     print(json.dumps({"index": report["index"], "counts": report["counts"],
                       "wall_seconds": report["wall_seconds"]}, indent=2))
     return 0

@@ -18,8 +18,8 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from neardup_spark import Config, run
+from neardup_spark import api
 from neardup_spark.tools import corpus
-from neardup_spark.archive import nightly
 from neardup_spark.archive.index import open_index
 
 try:
@@ -46,7 +46,7 @@ print({f"day{k}": int((day == k).sum()) for k in range(3)})
 cfg = Config().with_overrides(
     {"input.path": str(work / "day0.parquet"), "index.path": str(work / "index"), "output.mode": "overwrite"}
 )
-built = nightly.build(spark, cfg)
+built = api.build_index(spark, cfg)
 print(built["index"], built["counts"]["clusters"], "clusters")
 
 # COMMAND ----------
@@ -90,7 +90,7 @@ print("replayed; index version still", version)
 
 # COMMAND ----------
 # %%
-nightly.export(spark, str(work / "index"), str(work / "export"))
+api.export(spark, str(work / "index"), str(work / "export"))
 rows.to_parquet(work / "all.parquet", coerce_timestamps="us")
 run(spark, Config().with_overrides(
     {"input.path": str(work / "all.parquet"), "output.path": str(work / "full"), "output.mode": "overwrite"}

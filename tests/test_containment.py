@@ -44,7 +44,10 @@ def test_size_classes_catch_their_jaccard_floor():
 
 
 def test_advice_speaks_of_the_size_classes_not_of_jaccard_bands():
-    from neardup_spark.stages.pipeline import run_advice
+    from neardup_spark.plan import resolve
+
+    def run_advice(cfg):
+        return resolve(cfg).advice
 
     cfg = Config().with_overrides({"match.mode": "containment"})
     assert run_advice(cfg) == []  # every class catches its floor at num_perm 128

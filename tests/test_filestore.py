@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from neardup_spark import Config, cli
-from neardup_spark.archive import nightly
+from neardup_spark import api
 from neardup_spark.archive import index as ix
 from neardup_spark.runtime.filestore import HadoopStore, LocalStore, store_for
 from neardup_spark.api import run
@@ -57,12 +57,12 @@ def test_a_nightly_sequence_with_the_index_at_a_uri(spark, tmp_path):
         paths.append(str(path))
     uri = f"file://{tmp_path}/index"
     cfg = Config().with_overrides({"input.format": "jsonl", "output.mode": "overwrite"})
-    nightly.build(spark, cfg.with_overrides({"input.path": paths[0], "index.path": uri}))
+    api.build_index(spark, cfg.with_overrides({"input.path": paths[0], "index.path": uri}))
     assert isinstance(ix.open_index(uri, spark).store, HadoopStore)
     for k in (1, 2):
         run(spark, cfg.with_overrides({"input.path": paths[k], "index.path": uri, "index.append": True,
                                        "output.path": str(tmp_path / f"o{k}")}))
-    nightly.export(spark, uri, str(tmp_path / "export"))
+    api.export(spark, uri, str(tmp_path / "export"))
     run(spark, cfg.with_overrides({"input.path": str(cli.SAMPLE), "output.path": str(tmp_path / "full")}))
     exported = pd.read_parquet(tmp_path / "export" / "clusters")
     full = pd.read_parquet(tmp_path / "full" / "clusters")

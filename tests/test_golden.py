@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 from neardup_spark import Config, cli
+from neardup_spark import api
 from neardup_spark.tools import corpus
-from neardup_spark.archive import nightly
 from neardup_spark.api import run
 
 GOLDEN = Path(__file__).parent / "golden" / "outputs.json"
@@ -103,13 +103,13 @@ def test_three_nights(spark, tmp_path):
         paths.append(str(path))
     index = str(tmp_path / "index")
     common = {"input.format": "jsonl", "keeper.rules": ["longest"]}
-    nightly.build(spark, _cfg(**common, **{"input.path": paths[0], "index.path": index}), output=str(tmp_path / "n0"))
+    api.build_index(spark, _cfg(**common, **{"input.path": paths[0], "index.path": index}), output=str(tmp_path / "n0"))
     got = {"night0": _hashes(tmp_path / "n0")}
     for k in (1, 2):
         run(spark, _cfg(**common, **{"input.path": paths[k], "index.path": index, "index.append": True,
                                      "output.path": str(tmp_path / f"n{k}")}))
         got[f"night{k}"] = _hashes(tmp_path / f"n{k}")
-    nightly.export(spark, index, str(tmp_path / "export"))
+    api.export(spark, index, str(tmp_path / "export"))
     exported = pd.read_parquet(tmp_path / "export" / "clusters")
     got["index"] = {"clusters": _digest(exported, ["doc_id", "cluster_id", "is_keeper", "keeper_id", "status"])}
     _check("three-nights", got)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from neardup_spark import Config, cli
-from neardup_spark.archive import nightly
+from neardup_spark import api
 from neardup_spark.errors import InputError, NeardupError
 from neardup_spark.archive.index import IndexError_, open_index
 from neardup_spark.api import run
@@ -55,13 +55,13 @@ def appended(spark, batches):
     """Build from batch 0, append batches 1 and 2 (library calls), export the index."""
     work, rows, paths = batches
     index = str(work / "index")
-    build = nightly.build(spark, _cfg(**{"input.path": paths[0], "index.path": index}), output=str(work / "built"))
+    build = api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}), output=str(work / "built"))
     reports = [build]
     for k in (1, 2):
         cfg = _cfg(**{"input.path": paths[k], "index.path": index, "index.append": True,
                       "output.path": str(work / f"out{k}")})
         reports.append(run(spark, cfg))
-    nightly.export(spark, index, str(work / "export"))
+    api.export(spark, index, str(work / "export"))
     full = run(spark, _cfg(**{"input.path": str(cli.SAMPLE), "output.path": str(work / "full")}))
     return work, rows, index, reports, full
 
@@ -92,7 +92,7 @@ def test_the_distributed_batch_graph_gives_the_driver_s_clusters(spark, batches,
     _, _, _, reports, _ = appended
     index = str(work / "index-spark-graph")
     spread = {"cluster.driver_max_edges": 0}
-    nightly.build(spark, _cfg(**spread, **{"input.path": paths[0], "index.path": index}))
+    api.build_index(spark, _cfg(**spread, **{"input.path": paths[0], "index.path": index}))
     mine = []
     for k in (1, 2):
         mine.append(run(spark, _cfg(**spread, **{"input.path": paths[k], "index.path": index, "index.append": True,
@@ -113,11 +113,11 @@ def test_simhash_128_batches_give_the_clusters_of_one_full_run(spark, batches):
     sim = {"match.method": "simhash", "simhash.bits": 128, "simhash.hamming_distance": 9,
            "simhash.weighting": "tf"}
     index = str(work / "index-simhash")
-    nightly.build(spark, _cfg(**sim, **{"input.path": paths[0], "index.path": index}), output=str(work / "sb"))
+    api.build_index(spark, _cfg(**sim, **{"input.path": paths[0], "index.path": index}), output=str(work / "sb"))
     for k in (1, 2):
         run(spark, _cfg(**sim, **{"input.path": paths[k], "index.path": index, "index.append": True,
                                   "output.path": str(work / f"sout{k}")}))
-    nightly.export(spark, index, str(work / "sexport"))
+    api.export(spark, index, str(work / "sexport"))
     full = run(spark, _cfg(**sim, **{"input.path": str(cli.SAMPLE), "output.path": str(work / "sfull")}))
     assert full["counts"]["verified_pairs"] > 100
     exported = pd.read_parquet(work / "sexport" / "clusters")
@@ -182,7 +182,7 @@ def test_a_batch_that_adds_no_band_rows_leaves_an_index_the_next_batch_reads(spa
     # part's band table gets no rows (a partitioned write leaves only _SUCCESS).
     work, rows, paths = batches
     index = str(tmp_path / "index")
-    nightly.build(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
     copies = pd.read_json(paths[0], lines=True).head(5)
     copies = copies.assign(id=[10**9 + i for i in range(len(copies))])
     path = tmp_path / "copies.jsonl"
@@ -229,7 +229,7 @@ def test_sticky_keeper_keeps_the_archived_keeper(spark, tmp_path):
     for sticky in (False, True):
         index = str(tmp_path / f"index{sticky}")
         common = {"keeper.rules": ["longest"], "index.path": index}
-        nightly.build(spark, _cfg(**{"input.path": str(tmp_path / "a.jsonl"), **common}))
+        api.build_index(spark, _cfg(**{"input.path": str(tmp_path / "a.jsonl"), **common}))
         run(spark, _cfg(**{"input.path": str(tmp_path / "b.jsonl"), "index.append": True, "index.sticky_keeper": sticky,
                            "output.path": str(tmp_path / f"out{sticky}"), **common}))
         out = pd.read_parquet(tmp_path / f"out{sticky}" / "clusters").set_index("doc_id")
@@ -254,7 +254,7 @@ def _cli(args: list[str], kill_at: str | None = None) -> subprocess.CompletedPro
 def test_a_run_killed_between_stages_leaves_a_readable_index(spark, batches, tmp_path, stage):
     work, rows, paths = batches
     index = str(tmp_path / "index")
-    nightly.build(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
     before = open_index(index).manifest
     killed = _cli(["run", "--input", paths[1], "--format", "jsonl", "--index", index, "--append",
                    "--output", str(tmp_path / "killed"), "--quiet", *SPARK], kill_at=stage)
@@ -264,7 +264,7 @@ def test_a_run_killed_between_stages_leaves_a_readable_index(spark, batches, tmp
     report = run(spark, _cfg(**{"input.path": paths[1], "index.path": index, "index.append": True,
                                 "output.path": str(tmp_path / "out")}))
     assert not report["replayed"] and report["index"]["version"] == before["version"] + 1
-    nightly.export(spark, index, str(tmp_path / "export"))
+    api.export(spark, index, str(tmp_path / "export"))
     exported = pd.read_parquet(tmp_path / "export" / "clusters")
     assert sorted(exported.doc_id) == sorted(pd.concat([pd.read_json(p, lines=True) for p in paths[:2]]).id)
 
@@ -290,7 +290,7 @@ def test_cli_index_build_and_export(spark, batches, tmp_path, capsys):
 
 def _assert_index_is_a_full_run(spark, index: str, rows: pd.DataFrame, tmp_path: Path) -> None:
     """The index's current clusters, keepers and statuses are those of one full run over rows."""
-    nightly.export(spark, index, str(tmp_path / "after"))
+    api.export(spark, index, str(tmp_path / "after"))
     rows.to_json(tmp_path / "edited.jsonl", orient="records", lines=True, date_format="iso")
     run(spark, _cfg(**{"input.path": str(tmp_path / "edited.jsonl"), "output.path": str(tmp_path / "full")}))
     after = pd.read_parquet(tmp_path / "after" / "clusters")
@@ -303,8 +303,8 @@ def _assert_index_is_a_full_run(spark, index: str, rows: pd.DataFrame, tmp_path:
 def test_replace_reclusters_without_the_old_text(spark, batches, tmp_path):
     work, rows, paths = batches
     index = str(tmp_path / "index")
-    nightly.build(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
-    nightly.export(spark, index, str(tmp_path / "before"))
+    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    api.export(spark, index, str(tmp_path / "before"))
     before = pd.read_parquet(tmp_path / "before" / "clusters")
     archive = pd.read_json(paths[0], lines=True)
     keeper = int(before[before.status == "keeper"].doc_id.min())  # keeps a story's cluster: it will change
@@ -328,16 +328,17 @@ def test_replace_reclusters_without_the_old_text(spark, batches, tmp_path):
 
 def test_parameters_an_older_index_does_not_record_count_as_their_defaults():
     from neardup_spark.archive.index import check_params, params_of
+    from neardup_spark.plan import resolve
 
     cfg = Config()
-    old = params_of(cfg)
+    old = params_of(resolve(cfg))
     del old["match"]
     del old["simhash"]["bits"]
-    check_params({"params": old}, cfg)  # an index from before these parameters existed
+    check_params({"params": old}, resolve(cfg))  # an index from before these parameters existed
     with pytest.raises(IndexError_, match="match.method: index 'minhash', now 'simhash'"):
-        check_params({"params": old}, cfg.with_overrides({"match.method": "simhash"}))
+        check_params({"params": old}, resolve(cfg.with_overrides({"match.method": "simhash"})))
     with pytest.raises(IndexError_, match="simhash.bits: index 64, now 128"):
-        check_params({"params": old}, cfg.with_overrides({"simhash.bits": 128}))
+        check_params({"params": old}, resolve(cfg.with_overrides({"simhash.bits": 128})))
 
 
 def test_a_replayed_half_and_a_new_half_list_each_document_once(spark, tmp_path):
@@ -353,7 +354,7 @@ def test_a_replayed_half_and_a_new_half_list_each_document_once(spark, tmp_path)
     for name, frame in (("archive", archive), ("batch", batch)):
         frame.to_json(tmp_path / f"{name}.jsonl", orient="records", lines=True, date_format="iso")
     index = str(tmp_path / "index")
-    nightly.build(spark, _cfg(**{"input.path": str(tmp_path / "archive.jsonl"), "index.path": index,
+    api.build_index(spark, _cfg(**{"input.path": str(tmp_path / "archive.jsonl"), "index.path": index,
                                  "keeper.rules": ["longest"]}))
     report = run(spark, _cfg(**{"input.path": str(tmp_path / "batch.jsonl"), "index.path": index,
                                 "index.append": True, "output.path": str(tmp_path / "out"),
@@ -362,7 +363,7 @@ def test_a_replayed_half_and_a_new_half_list_each_document_once(spark, tmp_path)
     out = pd.read_parquet(tmp_path / "out" / "clusters")
     assert out.doc_id.is_unique
     assert set(out.doc_id[out.in_batch]) == set(batch.id)
-    nightly.export(spark, index, str(tmp_path / "export"))
+    api.export(spark, index, str(tmp_path / "export"))
     now = pd.read_parquet(tmp_path / "export" / "clusters").set_index("doc_id")
     mine = out.set_index("doc_id")
     for col in ("cluster_id", "is_keeper", "keeper_id", "status"):
@@ -374,7 +375,7 @@ def test_a_batch_killed_after_its_commit_is_repaired_by_its_rerun(spark, batches
     """The index says the batch landed: its re-run (no --overwrite) re-emits the output whole."""
     work, rows, paths = batches
     index, out = str(tmp_path / "index"), tmp_path / "out"
-    nightly.build(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
     argv = ["run", "--input", paths[1], "--format", "jsonl", "--index", index, "--append", "--output", str(out),
             "--quiet", *SPARK]
     killed = _cli(argv, kill_at=stage)
@@ -428,7 +429,7 @@ def test_replacing_random_documents_equals_a_full_run(spark, batches, tmp_path, 
     text_of = archive.set_index("id").text
     new_text = {int(i): f"{text_of[d]} follow-up {n}" for n, (i, d) in enumerate(zip(sorted(picked), donors))}
     index = str(tmp_path / "index")
-    nightly.build(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
     batch = archive[archive.id.isin(picked)].assign(text=lambda f: f.id.map(new_text))
     batch.to_json(tmp_path / "replace.jsonl", orient="records", lines=True, date_format="iso")
     run(spark, _cfg(**{"input.path": str(tmp_path / "replace.jsonl"), "index.path": index, "index.append": True,

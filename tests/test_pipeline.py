@@ -11,7 +11,7 @@ from neardup_spark.tools import corpus
 from neardup_spark.config import Config
 from neardup_spark.errors import InputError
 from neardup_spark.kernels.lsh import candidate_probability, lsh_params
-from neardup_spark.stages.pipeline import deduplicate
+from neardup_spark.api import deduplicate
 
 from . import oracles
 

@@ -153,7 +153,7 @@ def test_pipeline_clusters_are_the_components_of_all_pairs_within_k(spark, bits,
     from neardup_spark import Config, cli, deduplicate
     from neardup_spark.kernels import hashing
     from neardup_spark.kernels.lsh import lsh_params
-    from neardup_spark.stages.sketch import SimHashLayout
+    from neardup_spark.kernels.sketch import SimHashLayout
     from neardup_spark.kernels.sketch import sketch_frame
 
     from . import oracles

@@ -11,6 +11,7 @@ from neardup_spark.config import Config
 from neardup_spark.stages.exact import exact_copies, exact_edges
 from neardup_spark.stages.keepers import choose_keepers
 from neardup_spark.kernels.lsh import lsh_params
+from neardup_spark.plan import resolve
 from neardup_spark.stages.read import spread
 from neardup_spark.stages.sketch import sketch
 from neardup_spark.stages.verify import PARTITION_SET_BYTES, intersected, partitions, verify
@@ -23,7 +24,7 @@ def cfg(**overrides):
 
 def _sketched(spark, rows):
     docs = spark.createDataFrame(rows, "doc_id long, text string")
-    return docs.withColumn(C.NID, F.col(C.DOC_ID) * 10).transform(sketch, cfg())
+    return docs.withColumn(C.NID, F.col(C.DOC_ID) * 10).transform(sketch, cfg(), resolve(cfg()).matcher)
 
 
 def test_sketch_and_exact_copies(spark):
@@ -54,13 +55,13 @@ def _banded(spark, rows):
 
 def test_candidates_all_pairs_in_small_buckets_deduplicated_across_bands(spark):
     rows = [(d, 11) for d in (3, 1, 2)] + [(d, 7) for d in (1, 2)] + [(4, 8)]
-    got = sorted(tuple(r) for r in candidate_pairs(_banded(spark, rows), cfg()).collect())
+    got = sorted(tuple(r) for r in candidate_pairs(_banded(spark, rows), resolve(cfg()).matcher.bucket_limit).collect())
     assert got == [(1, 2), (1, 3), (2, 3)]
 
 
 def test_candidates_star_beyond_the_limit(spark):
     rows = [(d, 5) for d in range(10, 0, -1)]
-    got = sorted(tuple(r) for r in candidate_pairs(_banded(spark, rows), cfg(**{"lsh.all_pairs_bucket_limit": 4})).collect())
+    got = sorted(tuple(r) for r in candidate_pairs(_banded(spark, rows), resolve(cfg(**{"lsh.all_pairs_bucket_limit": 4})).matcher.bucket_limit).collect())
     assert got == [(1, d) for d in range(2, 11)]  # n-1 pairs, not n(n-1)/2
 
 
@@ -152,7 +153,8 @@ def _comps(spark, doc_ids):
 )
 def test_keeper_rules(spark, rules, extra, keeper):
     comps = _comps(spark, (1, 2, 3, 4))
-    out = {r[C.DOC_ID]: r for r in choose_keepers(_index(spark), cfg(**{"keeper.rules": rules, **extra}), comps).collect()}
+    applied = resolve(cfg(**{"keeper.rules": rules, **extra})).keeper
+    out = {r[C.DOC_ID]: r for r in choose_keepers(_index(spark), applied, comps).collect()}
     assert len(out) == 6
     assert {d: out[d][C.KEEPER_ID] for d in (1, 2, 3, 4)} == {d: keeper for d in (1, 2, 3, 4)}
     assert [d for d in (1, 2, 3, 4) if out[d][C.IS_KEEPER]] == [keeper]
@@ -166,7 +168,8 @@ def test_keeper_rules(spark, rules, extra, keeper):
 
 def test_earliest_puts_missing_times_last(spark):
     comps = _comps(spark, (1, 3))
-    out = choose_keepers(_index(spark).where(F.col("doc_id").isin(1, 3)), cfg(**{"keeper.rules": "earliest"}), comps)
+    out = choose_keepers(_index(spark).where(F.col("doc_id").isin(1, 3)), resolve(cfg(**{"keeper.rules": "earliest"})).keeper,
+                         comps)
     assert {r[C.KEEPER_ID] for r in out.collect()} == {1}
 
 
@@ -249,7 +252,7 @@ def test_representative_pairs_against_brute_force_on_either_layout(spark, parts)
              + [int(rng.integers(-2**62, 2**62))]) for n in rng.permutation(np.arange(-30, 30))[:45]]
     df = spark.createDataFrame(reps, "_nid long, bands array<long>")
     for limit in (3, 100):
-        got = representative_pairs(df, cfg(**{"lsh.all_pairs_bucket_limit": limit}), 42, parts).collect()
+        got = representative_pairs(df, limit, 42, parts).collect()
         want = _brute_pairs(((n, k) for n, ks in reps for k in ks), limit)
         assert sorted(tuple(r) for r in got) == sorted(want)
 
@@ -279,5 +282,6 @@ def test_sketch_counts_characters_as_spark_length_does(spark):
     docs = spark.createDataFrame([(i, h) for i, h in enumerate(hexes)] + [(len(hexes), None)], "doc_id long, hex string")
     docs = docs.select("doc_id", F.unhex("hex").cast("string").alias(C.TEXT))
     want = {r[C.DOC_ID]: r["n"] for r in docs.select(C.DOC_ID, F.length(C.TEXT).alias("n")).collect()}
-    got = {r[C.DOC_ID]: r[C.TEXT_LEN] for r in sketch(docs, cfg()).select(C.DOC_ID, C.TEXT_LEN).collect()}
+    sketched = sketch(docs, cfg(), resolve(cfg()).matcher)
+    got = {r[C.DOC_ID]: r[C.TEXT_LEN] for r in sketched.select(C.DOC_ID, C.TEXT_LEN).collect()}
     assert got == want and want[len(hexes)] is None

@@ -50,9 +50,8 @@ from neardup_spark.version import __version__
 from neardup_spark import columns as C
 from neardup_spark.config import Config, to_dict
 from neardup_spark.errors import NeardupError
-from neardup_spark.stages.exact import text_digest  # noqa: F401  (index users call it ix.text_digest)
+from neardup_spark.plan import Plan, resolve
 from neardup_spark.runtime.parallel import run_all
-from neardup_spark.kernels.lsh import lsh_params
 from neardup_spark.runtime.filestore import LocalStore, Store, store_for
 from neardup_spark.stages.write import parquet_writes
 
@@ -73,22 +72,21 @@ class IndexError_(NeardupError):
     """The index is missing, damaged, or was built with other parameters."""
 
 
-def params_of(cfg: Config) -> dict:
+def params_of(plan: Plan) -> dict:
     """The parameters an index is bound to (with the LSH bands and rows as resolved)."""
-    data = to_dict(cfg)
+    data = to_dict(plan.cfg)
     out = {section: data[section] for section in PARAM_SECTIONS}
-    lsh = lsh_params(cfg)
-    out["lsh"] = {**out["lsh"], "bands": lsh.bands, "rows": lsh.rows}
+    out["lsh"] = {**out["lsh"], "bands": plan.lsh.bands, "rows": plan.lsh.rows}
     return out
 
 
-def check_params(manifest: dict, cfg: Config) -> None:
+def check_params(manifest: dict, plan: Plan) -> None:
     """An error naming every parameter that differs from the index's.
 
     A parameter the manifest does not record (an index written before that
     parameter existed) counts as its default: the older version behaved so.
     """
-    have, defaults = params_of(cfg), params_of(Config())
+    have, defaults = params_of(plan), params_of(resolve(Config()))
     want = {s: {**defaults[s], **manifest["params"].get(s, {})} for s in PARAM_SECTIONS}
     diffs = [
         f"{section}.{key}: index {want[section].get(key)!r}, now {have[section].get(key)!r}"
@@ -331,7 +329,7 @@ def _refresh_copy(store: Store, text: str, version: int) -> None:
     store.put(MANIFEST, text)
 
 
-def next_manifest(previous: dict | None, cfg: Config, part: str, fingerprint: str, documents: int) -> dict:
+def next_manifest(previous: dict | None, plan: Plan, part: str, fingerprint: str, documents: int) -> dict:
     """The manifest after adding `part` (a build when previous is None); `previous` may
     already list uncommitted parts of this run (see `Index.with_part`)."""
     version = (previous or {}).get("version", 0) + 1
@@ -340,7 +338,7 @@ def next_manifest(previous: dict | None, cfg: Config, part: str, fingerprint: st
         "version": version,
         "neardup_spark_version": __version__,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "params": previous["params"] if previous else params_of(cfg),
+        "params": previous["params"] if previous else params_of(plan),
         "parts": [*(previous or {}).get("parts", []), part],
         "batches": {**(previous or {}).get("batches", {}), fingerprint: part},
         "documents": (previous or {}).get("documents", 0) + documents,

@@ -32,8 +32,10 @@ re-sketched, re-banded or re-clustered.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from concurrent.futures import wait
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -44,14 +46,14 @@ from pyspark.sql.types import LongType, StructField, StructType
 from neardup_spark import columns as C
 from neardup_spark.archive import index as ix
 from neardup_spark.kernels import simhash
-from neardup_spark.stages.candidates import bucket_limit, candidate_pairs
+from neardup_spark.stages.candidates import candidate_pairs
 from neardup_spark.stages.components import check_backend, connected_components, driver_components
 from neardup_spark.config import Config, require_io_paths, to_dict
 from neardup_spark.errors import InputError
-from neardup_spark.stages.exact import exact_copies, exact_edges
-from neardup_spark.stages.keepers import TEXT_LEN, keeper_columns, rule_keys, status_column
+from neardup_spark.stages.exact import exact_copies, exact_edges, text_digest
+from neardup_spark.stages.keepers import TEXT_LEN, keeper_columns, ranked
 from neardup_spark.runtime.parallel import run_all, started
-from neardup_spark.kernels.lsh import lsh_params
+from neardup_spark.plan import Plan
 from neardup_spark.stages.pipeline import (
     CLUSTER_COLUMNS,
     Stages,
@@ -108,14 +110,27 @@ def _maybe_broadcast(df: DataFrame, rows: int) -> DataFrame:
     return F.broadcast(df) if rows <= BROADCAST_ROWS else df
 
 
+@dataclass(frozen=True)
+class Matched:
+    """What `_match` found for a batch, and what the later phases of an append read."""
+
+    table: DataFrame  # the new documents' sketch table (internal ids)
+    edges: DataFrame  # verified pairs and exact copies, within the batch and to met archived documents
+    met: DataFrame  # archived documents met (_adoc, their negative internal _nid)
+    banded: DataFrame  # the new representatives' (_nid, bucket) rows, appended to the index's bands
+    already: DataFrame  # batch ids already in the index with the same text
+    removal: DataFrame | None = None  # re-clustered assignments after replaced documents (see `_remove`)
+
+
 # -- build ------------------------------------------------------------------------------------------------------
 
 
-def build(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
+def build(spark: SparkSession, plan: Plan, output: str | None = None) -> dict:
     """Run the pipeline over the archive (cfg.input) and write its index at cfg.index.path.
 
     With `output`, the run's tables and report are written there too.
     """
+    cfg = plan.cfg
     if cfg.match.mode != "jaccard":
         raise ix.IndexError_("the archive index supports match.mode = 'jaccard' only")
     check_backend(spark, cfg)
@@ -124,11 +139,12 @@ def build(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
     start = time.perf_counter()
     raw = read_input(spark, cfg)
     with checkpoint_dir(spark, cfg, output or cfg.index.path):
-        result = deduplicate(raw, cfg, digest=True)
-        return _write_build(spark, cfg, store, output, result, start)
+        result = deduplicate(raw, plan, digest=True)
+        return _write_build(spark, plan, store, output, result, start)
 
 
-def _write_build(spark: SparkSession, cfg: Config, store, output: str | None, result, start: float) -> dict:
+def _write_build(spark: SparkSession, plan: Plan, store, output: str | None, result, start: float) -> dict:
+    cfg = plan.cfg
     try:
         table = result.sketched
         banded = table.where(~F.col(C.IS_EMPTY)).join(result.copies.select(C.NID), C.NID, "left_anti")
@@ -143,7 +159,7 @@ def _write_build(spark: SparkSession, cfg: Config, store, output: str | None, re
                           outputs={"pairs": result.pairs}, boilerplate=keys)
             if output:
                 write_tables(spark, result, output, cfg.output.mode)
-            manifest = ix.next_manifest(None, cfg, part, "build", result.report["counts"]["documents"])
+            manifest = ix.next_manifest(None, plan, part, "build", result.report["counts"]["documents"])
             manifest["batches"] = {}
             kill_point("before_manifest")
             ix.commit(store, manifest, expected_version=0)
@@ -172,17 +188,18 @@ def export(spark: SparkSession, index_path: str, output: str, mode: str = "error
 # -- append -----------------------------------------------------------------------------------------------------
 
 
-def append(spark: SparkSession, cfg: Config) -> dict:
+def append(spark: SparkSession, plan: Plan) -> dict:
     """Check cfg.input (today's batch) against the index and itself, write cfg.output, append the batch."""
+    cfg = plan.cfg
     require_io_paths(cfg)
     check_paths(cfg, master_of(spark), spark, may_exist=True)  # an existing output: see `_output_free`
     check_backend(spark, cfg)
     start = time.perf_counter()
     idx = ix.open_index(cfg.index.path, spark)
-    ix.check_params(idx.manifest, cfg)
+    ix.check_params(idx.manifest, plan)
     _probe(spark, cfg.index.path, cfg.output.path)
     with checkpoint_dir(spark, cfg, cfg.output.path):
-        return _append(spark, cfg, idx, start)
+        return _append(spark, plan, idx, start)
 
 
 def _probe(spark: SparkSession, index_path: str, output: str | None) -> None:
@@ -193,11 +210,12 @@ def _probe(spark: SparkSession, index_path: str, output: str | None) -> None:
             probe_executor_writes(spark, output)
 
 
-def _append(spark: SparkSession, cfg: Config, idx: ix.Index, start: float) -> dict:
+def _append(spark: SparkSession, plan: Plan, idx: ix.Index, start: float) -> dict:
+    cfg = plan.cfg
     st = Stages(spark)
     counts: dict[str, int] = {}
     raw = read_input(spark, cfg)
-    docs = st.keep(checked_documents(raw, cfg, st, counts).withColumn(ix.TEXT_DIGEST, ix.text_digest(F.col(C.TEXT))))
+    docs = st.keep(checked_documents(raw, cfg, st, counts).withColumn(ix.TEXT_DIGEST, text_digest(F.col(C.TEXT))))
     try:
         with st.stage("lookup"):
             # Two small independent jobs, run at once: each waits on scheduling more than it works.
@@ -216,10 +234,10 @@ def _append(spark: SparkSession, cfg: Config, idx: ix.Index, start: float) -> di
             with st.stage("replace"):
                 idx, removal = _remove(spark, cfg, idx, changed, st, counts)
         kill_point("after_lookup")
-        result = _match(spark, cfg, idx, docs, archived, st, counts)
-        result["removal"] = removal
+        result = _match(spark, plan, idx, docs, archived, st, counts)
+        result = dataclasses.replace(result, removal=removal)
         kill_point("after_match")
-        return _write(spark, cfg, idx, fingerprint, result, st, counts, start)
+        return _write(spark, plan, idx, fingerprint, result, st, counts, start)
     finally:
         st.release()
 
@@ -319,23 +337,14 @@ def _remove(spark, cfg: Config, idx: ix.Index, changed: DataFrame, st: Stages, c
     grouped = rest.join(comps, C.NID, "left").withColumn("_comp", F.coalesce("_comp", C.NID))
     view = grouped.select(C.DOC_ID, "_comp", F.col(C.CLUSTER_ID).alias("_old_cluster"),
                           F.col(C.KEEPER_ID).alias("_old_keeper")).join(idx.docs(spark), C.DOC_ID)
-    keys = rule_keys(cfg.keeper)
-    if cfg.index.sticky_keeper:
-        keys = [F.col(C.DOC_ID) != F.col("_old_keeper"), *keys]
-    rank = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h"))
-    comp = Window.partitionBy("_comp")
-    # A part keeps its cluster's id while the document that names it is in the part.
-    named = F.max(F.when(F.col(C.DOC_ID) == F.col("_old_cluster"), F.col(C.DOC_ID))).over(comp)
-    scored = view.select(
-        C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH,
-        F.coalesce(named, F.min(C.DOC_ID).over(comp)).alias(C.CLUSTER_ID),
-        F.min(rank).over(comp).alias("best"), F.count(F.lit(1)).over(comp).alias("size"),
-    )
-    keeper_id = F.col(f"best.k{len(keys) - 1}")
-    decided = scored.select(
-        C.DOC_ID, C.CLUSTER_ID, (F.col(C.DOC_ID) == keeper_id).alias(C.IS_KEEPER), keeper_id.alias(C.KEEPER_ID),
-        status_column(keeper_id, F.col("best.h"), F.col("size")).alias(C.STATUS),
-    )
+    sticky = [F.col(C.DOC_ID) != F.col("_old_keeper")] if cfg.index.sticky_keeper else []
+
+    def named(comp: Window) -> F.Column:
+        # A part keeps its cluster's id while the document that names it is in the part.
+        naming = F.max(F.when(F.col(C.DOC_ID) == F.col("_old_cluster"), F.col(C.DOC_ID))).over(comp)
+        return F.coalesce(naming, F.min(C.DOC_ID).over(comp))
+
+    decided = ranked(view, cfg.keeper, "_comp", named, sticky)
     changes = _cut(_changed_only(decided, rest))
     counts["replaced_clusters_recomputed"] = clusters.count()
     part = ix.new_part_name(idx.manifest["version"] + 1)
@@ -376,14 +385,15 @@ def _changed_only(decided: DataFrame, before: DataFrame) -> DataFrame:
     return decided.join(was, C.DOC_ID, "left").where(~same).select(*CLUSTER_COLUMNS)
 
 
-def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFrame, st: Stages,
+def _match(spark, plan: Plan, idx: ix.Index, docs: DataFrame, archived: DataFrame, st: Stages,
            counts: dict) -> dict:
     """Sketch the new documents, find and verify their pairs within the batch and against the archive."""
+    cfg, limit = plan.cfg, plan.matcher.bucket_limit
     new = docs.join(F.broadcast(archived), C.DOC_ID, "left_anti") if counts["already_indexed"] else docs
     counts["new_documents"] = counts["documents"] - counts["already_indexed"]
     keys = idx.boilerplate_keys(spark) if cfg.boilerplate.enabled else None
     strip = Stripping(keys, cfg.boilerplate.unit) if keys is not None else None
-    table, _ = sketched(new, cfg, st, counts, strip, digest=True,
+    table, _ = sketched(new, plan, st, counts, strip, digest=True,
                         expected=counts["new_documents"])
     arch_docs = idx.docs(spark)
 
@@ -403,12 +413,11 @@ def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFra
         banded, n_band_rows = _cut_count(
             reps.join(exact_arch.select(C.NID), C.NID, "left_anti").select(C.NID, F.explode(C.BANDS).alias(C.BUCKET))
         )
-        within = candidate_pairs(banded, cfg)
+        within = candidate_pairs(banded, limit)
         hits = idx.bands(spark).withColumnRenamed(C.DOC_ID, _ADOC).join(
             _maybe_broadcast(banded, n_band_rows), C.BUCKET
         )
         first = Window.partitionBy(C.NID, C.BUCKET).orderBy(_ADOC)
-        limit = bucket_limit(cfg)
         against = hits.withColumn("_r", F.row_number().over(first)).where(F.col("_r") <= limit)
         against = _cut(against.select(C.NID, _ADOC).distinct())
         # Archived documents met by this batch get negative internal ids for the batch's graph.
@@ -432,7 +441,7 @@ def _match(spark, cfg: Config, idx: ix.Index, docs: DataFrame, archived: DataFra
             F.col("_anid").alias(C.EXACT_REP), C.NID
         )
         edges = near.unionByName(exact_edges(copies)).unionByName(exact_edges(to_archive))
-    return {"table": table, "edges": edges, "met": met, "banded": banded, "already": archived}
+    return Matched(table, edges, met, banded, archived)
 
 
 def _archived_members(spark, idx: ix.Index, met: DataFrame, st: Stages, counts: dict):
@@ -444,9 +453,9 @@ def _archived_members(spark, idx: ix.Index, met: DataFrame, st: Stages, counts: 
     return met_assign, touched, members
 
 
-def _assign(spark, cfg: Config, idx: ix.Index, found: dict, st: Stages, counts: dict, work: dict) -> DataFrame:
+def _assign(spark, cfg: Config, idx: ix.Index, found: Matched, st: Stages, counts: dict, work: dict) -> DataFrame:
     """New assignments: the batch's new documents and every member of a touched archived cluster."""
-    table = found["table"]
+    table = found.table
     with st.stage("components"):
         # Every edge is a verified pair or an exact copy (of a batch or an archived text).
         most = counts["verified_pairs"] + counts["exact_duplicates"] + counts["exact_archive_matches"]
@@ -472,10 +481,10 @@ def _assign(spark, cfg: Config, idx: ix.Index, found: dict, st: Stages, counts: 
         return _decide(everyone, cfg, members)
 
 
-def _components_in_spark(spark, cfg: Config, idx: ix.Index, found: dict, st: Stages, counts: dict, work: dict):
+def _components_in_spark(spark, cfg: Config, idx: ix.Index, found: Matched, st: Stages, counts: dict, work: dict):
     """(comps(_nid, _comp) of batch documents, arch_comp(cluster_id, _comp), members): the
     batch graph, with each touched archived cluster as one node, solved by the backend."""
-    edges, met = found["edges"], found["met"]
+    edges, met = found.edges, found.met
     met_assign, touched, members = _archived_members(spark, idx, met, st, counts)
     nodes = _cut(touched.withColumn(_CNODE, -1 - F.monotonically_increasing_id()))
     node_of = met_assign.join(nodes, C.CLUSTER_ID).select(C.NID, _CNODE)
@@ -489,12 +498,12 @@ def _components_in_spark(spark, cfg: Config, idx: ix.Index, found: dict, st: Sta
     return comps.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias("_comp")), arch_comp, members
 
 
-def _components_on_driver(spark, idx: ix.Index, found: dict, counts: dict, work: dict):
+def _components_on_driver(spark, idx: ix.Index, found: Matched, counts: dict, work: dict):
     """`_components_in_spark` for a batch graph small enough for the driver (at most
     cluster.driver_max_edges edges): the edges and the met documents' clusters are
     collected, relabelled and solved in numpy (`driver_components`) in two jobs
     instead of the ~30 small ones of the distributed path; the same components."""
-    edges, met = found["edges"], found["met"]
+    edges, met = found.edges, found.met
     current = idx.assignments_of(spark, met.select(F.col(_ADOC).alias(C.DOC_ID)))
     met_assign = met.join(current.withColumnRenamed(C.DOC_ID, _ADOC), _ADOC).select(C.NID, C.CLUSTER_ID)
     met_pd = met_assign.toPandas()
@@ -541,31 +550,22 @@ def _keeper_view(cfg: Config, from_batch: F.Column) -> list:
 
 def _decide(everyone: DataFrame, cfg: Config, members: DataFrame) -> DataFrame:
     """Per component: the cluster id (an archived one if any: the smallest), the keeper, statuses."""
-    keys = rule_keys(cfg.keeper)
-    if cfg.index.sticky_keeper:
-        keys = [F.col(_BATCH), *keys]  # archived members first: newcomers win only in new clusters
-    rank = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h"))
-    comp = Window.partitionBy("_comp")
+    # Sticky keepers: archived members first, so newcomers win only in new clusters.
+    sticky = [F.col(_BATCH)] if cfg.index.sticky_keeper else []
+
+    def archived_first(comp: Window) -> F.Column:
+        return F.coalesce(F.min("_old_cluster").over(comp), F.min(C.DOC_ID).over(comp))
+
     # Empty texts never join a component (they have no edges), so each is a component alone.
-    scored = everyone.select(
-        C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, "_old_cluster",
-        F.coalesce(F.min("_old_cluster").over(comp), F.min(C.DOC_ID).over(comp)).alias(C.CLUSTER_ID),
-        F.min(rank).over(comp).alias("best"),
-        F.count(F.lit(1)).over(comp).alias("size"),
-    )
-    keeper_id = F.col(f"best.k{len(keys) - 1}")
-    status = status_column(keeper_id, F.col("best.h"), F.col("size"))
-    decided = scored.select(
-        C.DOC_ID, C.CLUSTER_ID, (F.col(C.DOC_ID) == keeper_id).alias(C.IS_KEEPER),
-        keeper_id.alias(C.KEEPER_ID), status.alias(C.STATUS), F.col("_old_cluster").isNotNull().alias("_archived"),
-    )
+    decided = ranked(everyone, cfg.keeper, "_comp", archived_first, sticky, keep=["_old_cluster"])
+    decided = decided.withColumn("_archived", F.col("_old_cluster").isNotNull()).drop("_old_cluster")
     # Archived documents only where something changed.
     batch = decided.where(~F.col("_archived")).select(*CLUSTER_COLUMNS, F.lit(False).alias("_archived"))
     changed = _changed_only(decided.where(F.col("_archived")), members)
     return batch.unionByName(changed.withColumn("_archived", F.lit(True)))
 
 
-def _batch_clusters(spark, idx: ix.Index, assigned: DataFrame, found: dict, any_already: bool) -> DataFrame:
+def _batch_clusters(spark, idx: ix.Index, assigned: DataFrame, found: Matched, any_already: bool) -> DataFrame:
     """The batch's clusters/ output: every batch document once, with its assignment after this
     batch, and archived documents whose assignment changed (in_batch false).
 
@@ -573,21 +573,22 @@ def _batch_clusters(spark, idx: ix.Index, assigned: DataFrame, found: dict, any_
     its row of this batch when this batch changed it (it met a newcomer), else with its
     current archived row."""
     rows = assigned.select(*CLUSTER_COLUMNS, (~F.col("_archived")).alias(IN_BATCH))
-    if found["removal"] is not None:  # archived members re-clustered without a replaced document
-        later = found["removal"].join(assigned.select(C.DOC_ID), C.DOC_ID, "left_anti")
+    if found.removal is not None:  # archived members re-clustered without a replaced document
+        later = found.removal.join(assigned.select(C.DOC_ID), C.DOC_ID, "left_anti")
         rows = rows.unionByName(later.select(*CLUSTER_COLUMNS, F.lit(False).alias(IN_BATCH)))
     if not any_already:
         return rows
-    already = found["already"].select(C.DOC_ID, F.lit(True).alias("_again"))
+    already = found.already.select(C.DOC_ID, F.lit(True).alias("_again"))
     rows = rows.join(already, C.DOC_ID, "left").select(
         *CLUSTER_COLUMNS, (F.col(IN_BATCH) | F.col("_again").isNotNull()).alias(IN_BATCH))
-    unchanged = found["already"].join(rows.select(C.DOC_ID), C.DOC_ID, "left_anti")
+    unchanged = found.already.join(rows.select(C.DOC_ID), C.DOC_ID, "left_anti")
     again = idx.assignments_of(spark, unchanged).select(*CLUSTER_COLUMNS, F.lit(True).alias(IN_BATCH))
     return rows.unionByName(again)
 
 
-def _write(spark, cfg: Config, idx: ix.Index, fingerprint: str, found: dict, st: Stages, counts: dict,
+def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, st: Stages, counts: dict,
            start: float) -> dict:
+    cfg = plan.cfg
     work: dict[str, int] = {}
     assigned = _cut(_assign(spark, cfg, idx, found, st, counts, work))
     row = assigned.agg(
@@ -596,27 +597,27 @@ def _write(spark, cfg: Config, idx: ix.Index, fingerprint: str, found: dict, st:
     counts["archived_documents_changed"] = int(row["arch"] or 0)
     if int(row["batch"] or 0) != counts["new_documents"]:  # pragma: no cover - an invariant
         raise AssertionError(f"{row['batch']} assignments for {counts['new_documents']} new documents")
-    table = found["table"]
-    ids = table.select(C.NID, C.DOC_ID).unionByName(found["met"].select(C.NID, F.col(_ADOC).alias(C.DOC_ID)))
-    pairs = with_doc_ids(found["edges"], ids).select(*PAIR_COLUMNS)
+    table = found.table
+    ids = table.select(C.NID, C.DOC_ID).unionByName(found.met.select(C.NID, F.col(_ADOC).alias(C.DOC_ID)))
+    pairs = with_doc_ids(found.edges, ids).select(*PAIR_COLUMNS)
     clusters = _batch_clusters(spark, idx, assigned, found, counts["already_indexed"] > 0)
 
     version = idx.manifest["version"]
     part = ix.new_part_name(version + 1)
     part_dir = idx.part_path(part)
     with st.stage("write"):
-        new_bands = found["banded"].join(table.select(C.NID, C.DOC_ID), C.NID).select(C.BUCKET, C.DOC_ID)
+        new_bands = found.banded.join(table.select(C.NID, C.DOC_ID), C.NID).select(C.BUCKET, C.DOC_ID)
         ix.write_part(part_dir, table.select(*_doc_columns(cfg)), new_bands, assigned,
                       outputs={"clusters": clusters, "pairs": pairs}, parallel=True)
         kill_point("before_manifest")
-        manifest = ix.next_manifest(idx.manifest, cfg, part, fingerprint, counts["new_documents"] - counts["replaced"])
+        manifest = ix.next_manifest(idx.manifest, plan, part, fingerprint, counts["new_documents"] - counts["replaced"])
         ix.commit(idx.store, manifest, expected_version=version)
         kill_point("after_manifest")
         _copy_output(spark, idx, part, cfg)
     report = {
         "mode": "append",
         "replayed": False,
-        "lsh": lsh_params(cfg).as_dict(),
+        "lsh": plan.lsh.as_dict(),
         "counts": counts,
         "work": work,
         "stage_seconds": st.seconds,

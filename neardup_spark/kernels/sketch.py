@@ -279,7 +279,7 @@ _SLICE_TEXT_BYTES = 128 << 20
 
 
 
-def _slices(text: pa.Array):
+def text_slices(text: pa.Array):
     """[lo, hi) row ranges of a batch, each of at most _SLICE_TEXT_BYTES of text (one row at least)."""
     return hashing.ranges_under(pc.fill_null(pc.binary_length(text), 0).to_numpy().astype(np.int64), _SLICE_TEXT_BYTES)
 

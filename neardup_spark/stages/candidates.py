@@ -27,17 +27,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
-from neardup_spark.config import Config
 from neardup_spark.runtime.routing import route_keys, shuffle_partitions
 from neardup_spark.kernels.buckets import bucket_pairs, group_keys
-
-
-def bucket_limit(cfg: Config) -> int:
-    """Bucket size up to which all pairs are emitted. SimHash block tables are exact only
-    with every pair of a bucket checked (their buckets fill with unrelated fingerprints
-    sharing a block, so a star to one member would miss pairs): no limit there; the
-    table layout (bits per key) decides bucket sizes."""
-    return 2**62 if cfg.match.method == "simhash" else cfg.lsh.all_pairs_bucket_limit
 
 
 def _pairs_of_partition(limit: int):
@@ -72,14 +63,15 @@ _KEYS, _ROUTE = "_keys", "_route"
 KEYS_PER_ROW = 4
 
 
-def candidate_pairs(banded: DataFrame, cfg: Config) -> DataFrame:
-    """banded(_nid, bucket) -> (doc_a, doc_b) of _nid values, distinct, doc_a < doc_b."""
+def candidate_pairs(banded: DataFrame, limit: int) -> DataFrame:
+    """banded(_nid, bucket) -> (doc_a, doc_b) of _nid values, distinct, doc_a < doc_b; buckets
+    up to `limit` documents yield all their pairs, larger ones a star (plan.Matcher.bucket_limit)."""
     rows = banded.select(C.NID, C.BUCKET).repartition(C.BUCKET)  # every bucket whole in one partition
-    pairs = rows.mapInArrow(_pairs_of_partition(bucket_limit(cfg)), f"{C.DOC_A} long, {C.DOC_B} long")
+    pairs = rows.mapInArrow(_pairs_of_partition(limit), f"{C.DOC_A} long, {C.DOC_B} long")
     return pairs.distinct()
 
 
-def representative_pairs(reps: DataFrame, cfg: Config, keys_per_doc: int, parts: int | None = None) -> DataFrame:
+def representative_pairs(reps: DataFrame, limit: int, keys_per_doc: int, parts: int | None = None) -> DataFrame:
     """reps(_nid, bands) -> (doc_a, doc_b) of _nid values, distinct, doc_a < doc_b: the pairs
     of `candidate_pairs` over the exploded keys, whatever the layout.
 
@@ -90,11 +82,11 @@ def representative_pairs(reps: DataFrame, cfg: Config, keys_per_doc: int, parts:
     ~5 keys at 42 bands and 8 partitions, instead of 42 rows)."""
     parts = parts or shuffle_partitions(reps.sparkSession)
     if parts * KEYS_PER_ROW > keys_per_doc:
-        return candidate_pairs(reps.select(C.NID, F.explode(C.BANDS).alias(C.BUCKET)), cfg)
+        return candidate_pairs(reps.select(C.NID, F.explode(C.BANDS).alias(C.BUCKET)), limit)
     grouped = reps.select(C.NID, C.BANDS).mapInArrow(
         _grouped_keys(parts), f"{_ROUTE} long, {C.NID} long, {_KEYS} array<long>")
     rows = grouped.repartition(parts, _ROUTE).drop(_ROUTE)  # every bucket whole in one partition
-    pairs = rows.mapInArrow(_pairs_of_partition(bucket_limit(cfg)), f"{C.DOC_A} long, {C.DOC_B} long")
+    pairs = rows.mapInArrow(_pairs_of_partition(limit), f"{C.DOC_A} long, {C.DOC_B} long")
     return pairs.distinct()
 
 

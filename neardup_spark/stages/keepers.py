@@ -14,12 +14,14 @@ clusters of one (`unique`); empty texts keep their own cluster (`empty`).
 
 from __future__ import annotations
 
+from typing import Callable, Sequence
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup_spark import columns as C
-from neardup_spark.config import Config, KeeperConfig
+from neardup_spark.config import KeeperConfig
 
 TEXT_LEN = C.TEXT_LEN
 _COMP = "_component"
@@ -35,14 +37,14 @@ def keeper_columns(keeper: KeeperConfig) -> list[str]:
     return cols
 
 
-def keeper_inputs(docs: DataFrame, cfg: Config) -> list[Column]:
+def keeper_inputs(docs: DataFrame, keeper: KeeperConfig) -> list[Column]:
     """The rule columns as the rules compare them. Text times are parsed, so
     ISO strings with different UTC offsets order by instant; a string that
     does not parse counts as missing (sorted last)."""
     cols = []
-    for name in keeper_columns(cfg.keeper):
+    for name in keeper_columns(keeper):
         col = F.col(name)
-        if name == cfg.keeper.time_col and isinstance(docs.schema[name].dataType, T.StringType):
+        if name == keeper.time_col and isinstance(docs.schema[name].dataType, T.StringType):
             col = F.expr(f"try_to_timestamp(`{name}`)")
         cols.append(col.alias(name))
     return cols
@@ -76,35 +78,45 @@ def status_column(keeper_id: Column, keeper_hash: Column, size: Column) -> Colum
     )
 
 
-def choose_keepers(docs: DataFrame, cfg: Config, components: DataFrame) -> DataFrame:
+def choose_keepers(docs: DataFrame, keeper: KeeperConfig, components: DataFrame) -> DataFrame:
     """docs(_nid, doc_id, is_empty, exact_hash, text_len, keeper columns) + components(doc_id, cluster_id)
     of internal ids -> clusters(doc_id, cluster_id, is_keeper, keeper_id, status).
 
     cluster_id is the smallest doc_id of the component, so it does not depend
     on the internal ids; documents in no component are clusters of one.
     """
-    keys = rule_keys(cfg.keeper)
     comps = components.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(_COMP))
-    ranked = docs.join(comps, C.NID, "left").select(
-        C.DOC_ID,
-        C.IS_EMPTY,
-        C.EXACT_HASH,
-        F.coalesce(F.col(_COMP), F.col(C.NID)).alias(_COMP),
-        F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h")).alias("rank"),
-    )
+    grouped = docs.join(comps, C.NID, "left").withColumn(_COMP, F.coalesce(F.col(_COMP), F.col(C.NID)))
+    return ranked(grouped, keeper, _COMP)
+
+
+def ranked(docs: DataFrame, keeper: KeeperConfig, component: str,
+           cluster_id: Callable[[Window], Column] | None = None, first: Sequence[Column] = (),
+           keep: Sequence[str] = ()) -> DataFrame:
+    """docs(doc_id, is_empty, exact_hash, text_len, keeper columns, `component`[, keep])
+    -> (doc_id, cluster_id, is_keeper, keeper_id, status[, keep]).
+
+    The one keeper ranking, for a full run and a nightly batch alike: per
+    component, the document that sorts first by the `first` keys (the
+    nightly index's sticky keepers), then the keeper rules, then the
+    smallest id keeps it. cluster_id is `cluster_id(window)` (default: the
+    smallest doc_id of the component).
+    """
+    keys = [*first, *rule_keys(keeper)]
+    rank = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h"))
     # One shuffle: window aggregates over the component instead of a groupBy and a join back.
-    in_comp = Window.partitionBy(_COMP)
-    best, size = F.min("rank").over(in_comp), F.count(F.lit(1)).over(in_comp)
-    scored = ranked.select(
-        C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH,
-        F.min(C.DOC_ID).over(in_comp).alias(C.CLUSTER_ID), best.alias("best"), size.alias("size"),
+    comp = Window.partitionBy(component)
+    cluster = cluster_id(comp) if cluster_id is not None else F.min(C.DOC_ID).over(comp)
+    scored = docs.select(
+        C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, *keep,
+        cluster.alias(C.CLUSTER_ID), F.min(rank).over(comp).alias("best"), F.count(F.lit(1)).over(comp).alias("size"),
     )
     keeper_id = F.col(f"best.k{len(keys) - 1}")
-    status = status_column(keeper_id, F.col("best.h"), F.col("size"))
     return scored.select(
         C.DOC_ID,
         C.CLUSTER_ID,
         (F.col(C.DOC_ID) == keeper_id).alias(C.IS_KEEPER),
         keeper_id.alias(C.KEEPER_ID),
-        status.alias(C.STATUS),
+        status_column(keeper_id, F.col("best.h"), F.col("size")).alias(C.STATUS),
+        *keep,
     )

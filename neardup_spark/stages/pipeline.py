@@ -23,7 +23,6 @@ from pyspark.sql.functions import pandas_udf
 from neardup_spark.version import __version__
 from neardup_spark.stages import boilerplate
 from neardup_spark.stages import containment
-from neardup_spark.kernels.containment import advice as containment_advice
 from neardup_spark import columns as C
 from neardup_spark.stages.banding import representatives
 from neardup_spark.stages.candidates import representative_pairs
@@ -33,10 +32,10 @@ from neardup_spark.columns import TEXT_DIGEST
 from neardup_spark.stages.exact import exact_copies, exact_edges, text_digest
 from neardup_spark.stages.keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
 from neardup_spark.runtime.parallel import in_background
-from neardup_spark.kernels.lsh import advice, lsh_params
 from neardup_spark.stages.read import check_documents, documents, drop_bookkeeping, internal_id, spread
 from neardup_spark.runtime.session import CACHE_LEVEL
-from neardup_spark.stages.sketch import SimHashLayout, Stripping, containment_classes, keys_per_document, sketch
+from neardup_spark.stages.sketch import Stripping, sketch
+from neardup_spark.plan import Plan
 from neardup_spark.stages.verify import verify
 from neardup_spark.stages.write import keeper_rows
 
@@ -132,7 +131,7 @@ class Verified:
         return self.near.unionByName(exact_edges(self.copies))
 
 
-def prepared(raw: DataFrame, cfg: Config, st: Stages | None = None, digest: bool = False,
+def prepared(raw: DataFrame, plan: Plan, st: Stages | None = None, digest: bool = False,
              sample_docs: int | None = None, seed: int = 1) -> Prepared:
     """Read and check, strip boilerplate (when enabled), sketch.
 
@@ -142,6 +141,7 @@ def prepared(raw: DataFrame, cfg: Config, st: Stages | None = None, digest: bool
     only a random sample of about that many documents is sketched (after
     boilerplate is found on all of them); counts["sampled_documents"] says how many.
     """
+    cfg = plan.cfg
     st = st or Stages(raw.sparkSession)
     counts: dict[str, int] = {}  # figures of the result: the same on any partitioning
     docs = checked_documents(raw, cfg, st, counts)
@@ -151,10 +151,10 @@ def prepared(raw: DataFrame, cfg: Config, st: Stages | None = None, digest: bool
             found = boilerplate.find(docs, cfg.boilerplate, cfg.normalise, counts["documents"], cfg.minhash.seed)
     strip = Stripping(found.keys, cfg.boilerplate.unit) if found is not None else None
     if sample_docs is None:
-        table, row = sketched(docs, cfg, st, counts, strip, digest)
+        table, row = sketched(docs, plan, st, counts, strip, digest)
     else:
         fraction = min(1.0, 1.2 * sample_docs / max(counts["documents"], 1) + 1e-6)
-        table, row = sketched(docs.sample(fraction=fraction, seed=seed), cfg, st, counts, strip, digest, sampled=True)
+        table, row = sketched(docs.sample(fraction=fraction, seed=seed), plan, st, counts, strip, digest, sampled=True)
     set_bytes = float(row["set_bytes"] or 0) / max(int(row["n"]) - counts["empty"], 1)
     return Prepared(docs, table, counts, _boilerplate_report(cfg, found, row), found, st, set_bytes)
 
@@ -176,21 +176,20 @@ def checked_documents(raw: DataFrame, cfg: Config, st: Stages, counts: dict) -> 
         return spread_docs.withColumn(C.NID, internal_id(F.col(C.DOC_ID), salt))
 
 
-def sketched(docs: DataFrame, cfg: Config, st: Stages, counts: dict, strip: Stripping | None = None,
+def sketched(docs: DataFrame, plan: Plan, st: Stages, counts: dict, strip: Stripping | None = None,
              digest: bool = False, expected: int | None = None, sampled: bool = False):
     """(the persisted sketch table, its summary row) for checked documents (with their
     `_nid`, see `checked_documents`); counts["empty"].
 
     With `digest`, an existing text_digest column is kept, else computed."""
-    lsh = lsh_params(cfg)
     with st.stage("sketch"):
         # Internal ids (from checked_documents): every later shuffle moves 8-byte longs,
         # whatever the users' ids are (URLs run to 100 bytes).
         extra = []
         if digest:
             extra = [F.col(TEXT_DIGEST) if TEXT_DIGEST in docs.columns else text_digest(F.col(C.TEXT)).alias(TEXT_DIGEST)]
-        slim = docs.select(C.NID, C.DOC_ID, C.TEXT, *keeper_inputs(docs, cfg), *extra)
-        table = st.keep(sketch(slim, cfg, lsh, strip))
+        slim = docs.select(C.NID, C.DOC_ID, C.TEXT, *keeper_inputs(docs, plan.keeper), *extra)
+        table = st.keep(sketch(slim, plan.cfg, plan.matcher, strip))
         aggs = [F.count(F.lit(1)).alias("n"), F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty"),
                 F.sum(F.length(C.SHINGLES)).alias("set_bytes")]
         if strip is not None:
@@ -205,9 +204,10 @@ def sketched(docs: DataFrame, cfg: Config, st: Stages, counts: dict, strip: Stri
     return table, row
 
 
-def verified(raw: DataFrame, cfg: Config, st: Stages | None = None, digest: bool = False) -> Verified:
+def verified(raw: DataFrame, plan: Plan, st: Stages | None = None, digest: bool = False) -> Verified:
     """`prepared`, then the exact pass, LSH candidates and exact verification."""
-    prep = prepared(raw, cfg, st, digest)
+    cfg, matcher = plan.cfg, plan.matcher
+    prep = prepared(raw, plan, st, digest)
     st, table, counts = prep.stages, prep.table, prep.counts
 
     with st.stage("exact"):
@@ -216,11 +216,11 @@ def verified(raw: DataFrame, cfg: Config, st: Stages | None = None, digest: bool
         counts["signed_documents"] = counts["documents"] - counts["empty"] - counts["exact_duplicates"]
 
     with st.stage("band_candidates"):
-        if cfg.match.mode == "containment":
-            cands = st.keep(containment.candidates(table, copies, cfg))
+        if matcher.kind == "containment":
+            cands = st.keep(containment.candidates(table, copies, matcher.bucket_limit))
         else:
             reps = representatives(table, copies, counts["exact_duplicates"])
-            cands = st.keep(representative_pairs(reps, cfg, keys_per_document(cfg)))
+            cands = st.keep(representative_pairs(reps, matcher.bucket_limit, matcher.keys_per_doc))
         counts["candidate_pairs"] = cands.count()
 
     with st.stage("verify"):
@@ -229,24 +229,25 @@ def verified(raw: DataFrame, cfg: Config, st: Stages | None = None, digest: bool
     return Verified(prep, copies, near)
 
 
-def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResult:
-    """Find near-duplicates in `raw` (with the columns cfg.input names) and pick keepers.
+def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult:
+    """Find near-duplicates in `raw` (with the columns plan.cfg.input names) and pick keepers.
 
     Raises InputError before heavy work for missing columns, wrong types,
     malformed JSON, null or duplicate ids.
     """
-    notes = in_background(lambda: run_advice(cfg))  # pure Python: computed while Spark works
+    cfg = plan.cfg
+    notes = in_background(lambda: plan.advice)  # pure Python: computed while Spark works
     st = Stages(raw.sparkSession)
     work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
-    v = verified(raw, cfg, st, digest)
+    v = verified(raw, plan, st, digest)
     table, counts, edges = v.prep.table, v.prep.counts, v.edges
 
     with st.stage("components"):
         comps = connected_components(edges, cfg, work)  # iterates with its own actions; read once below
 
     with st.stage("keepers"):
-        index = table.select(C.NID, C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(cfg.keeper))
-        clusters = st.keep(choose_keepers(index, keeper_config(cfg), comps).select(*CLUSTER_COLUMNS))
+        index = table.select(C.NID, C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(plan.keeper))
+        clusters = st.keep(choose_keepers(index, plan.keeper, comps).select(*CLUSTER_COLUMNS))
         row = clusters.agg(
             F.count(F.lit(1)).alias("n"),
             F.sum(F.col(C.IS_KEEPER).cast("long")).alias("keepers"),
@@ -262,7 +263,7 @@ def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResul
     report = {
         "neardup_spark_version": __version__,
         "spark_version": raw.sparkSession.version,
-        "lsh": _lsh_report(cfg, lsh_params(cfg), SimHashLayout.of(cfg)),
+        "lsh": _lsh_report(plan),
         "advice": notes.result(),
         "counts": counts,
         "boilerplate": v.prep.boilerplate,
@@ -276,34 +277,14 @@ def deduplicate(raw: DataFrame, cfg: Config, digest: bool = False) -> DedupResul
     return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, st.cached)
 
 
-def run_advice(cfg: Config) -> list[str]:
-    """The report's advice on the candidate search this run makes: the Jaccard bands'
-    S-curve, or the containment size classes (SimHash: none)."""
-    if SimHashLayout.of(cfg) is not None:
-        return []
-    if cfg.match.mode == "containment":
-        return containment_advice(containment_classes(cfg), cfg.match.containment_threshold, cfg.minhash.num_perm,
-                                  pinned=bool(cfg.lsh.bands or cfg.lsh.rows))
-    return advice(lsh_params(cfg), cfg.lsh.far_fraction, cfg.lsh.max_far_probability)
-
-
-def keeper_config(cfg: Config) -> Config:
-    """In containment mode a contained document points at its container: the longest
-    document of a cluster keeps it, before the configured rules."""
-    if cfg.match.mode != "containment" or cfg.keeper.rules[0] == "longest":
-        return cfg
-    rules = ["longest", *[r for r in cfg.keeper.rules if r != "longest"]]
-    return cfg.with_overrides({"keeper.rules": rules})
-
-
-def _lsh_report(cfg: Config, lsh, sim) -> dict:
-    if sim is not None:
-        return sim.as_dict()
-    if cfg.match.mode == "containment":
-        classes = containment_classes(cfg)
+def _lsh_report(plan: Plan) -> dict:
+    cfg, m = plan.cfg, plan.matcher
+    if m.simhash is not None:
+        return m.simhash.as_dict()
+    if m.kind == "containment":
         return {"mode": "containment", "containment_threshold": cfg.match.containment_threshold,
-                "num_perm": cfg.minhash.num_perm, "size_classes": [c.as_dict() for c in classes]}
-    return lsh.as_dict()
+                "num_perm": cfg.minhash.num_perm, "size_classes": [c.as_dict() for c in m.classes]}
+    return m.lsh.as_dict()
 
 
 def _boilerplate_report(cfg: Config, found: boilerplate.Boilerplate | None, sketched) -> dict:

@@ -33,30 +33,13 @@ from pyspark.sql.types import (
 )
 
 from neardup_spark import columns as C
-from neardup_spark.kernels import containment
-from neardup_spark.kernels import hashing
-from neardup_spark.kernels import simhash
 from neardup_spark.config import Config
-from neardup_spark.kernels.lsh import LshParams, lsh_params
-from neardup_spark.kernels.sketch import SimHashLayout, Stripping, _slices, sketch_arrays
+from neardup_spark.kernels import hashing
+from neardup_spark.kernels.sketch import Stripping, text_slices, sketch_arrays
+from neardup_spark.plan import Matcher
 
 
-def containment_classes(cfg: Config) -> list | None:
-    """The size classes of containment mode (None in Jaccard mode)."""
-    if cfg.match.mode != "containment":
-        return None
-    return containment.size_classes(cfg.match.containment_threshold, cfg.minhash.num_perm, cfg.match.max_size_ratio)
-
-
-def keys_per_document(cfg: Config) -> int:
-    """Bucket keys the sketch gives each document: LSH bands, or SimHash block tables."""
-    sim = SimHashLayout.of(cfg)
-    if sim is not None:
-        return len(simhash.table_masks(sim.distance, sim.blocks, sim.bits))
-    return lsh_params(cfg).bands
-
-
-def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None, strip: Stripping | None = None) -> DataFrame:
+def sketch(docs: DataFrame, cfg: Config, matcher: Matcher, strip: Stripping | None = None) -> DataFrame:
     """docs(text, ...) -> docs without text + exact_hash, shingles, bands, is_empty, text_len and
     (with `strip`) the number of boilerplate segments removed, (SimHash) the fingerprint
     words, (containment) the query keys.
@@ -64,11 +47,10 @@ def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None, strip: St
     One Arrow pass (`mapInArrow`): the other columns pass through untouched and
     the results are built as Arrow arrays over numpy buffers, with no pandas
     conversion and no Python object per shingle set or key list."""
-    lsh = lsh or lsh_params(cfg)
     opts, unit, k, seed = cfg.normalise, cfg.shingle.unit, cfg.shingle.k, cfg.minhash.seed
     a, b = hashing.permutations(cfg.minhash.num_perm, seed)
-    sim = SimHashLayout.of(cfg)
-    classes = containment_classes(cfg)
+    lsh, sim = matcher.lsh, matcher.simhash
+    classes = list(matcher.classes) if matcher.classes else None
     kept = [f for f in docs.schema.fields if f.name != C.TEXT]
     added = [(C.EXACT_HASH, BinaryType()), (C.SHINGLES, BinaryType()), (C.BANDS, ArrayType(LongType())),
              (C.IS_EMPTY, BooleanType()), (C.TEXT_LEN, IntegerType())]
@@ -85,7 +67,7 @@ def sketch(docs: DataFrame, cfg: Config, lsh: LshParams | None = None, strip: St
     def run(batches):
         for batch in batches:
             text = batch.column(C.TEXT)
-            for lo, hi in _slices(text):
+            for lo, hi in text_slices(text):
                 part = batch.slice(lo, hi - lo)
                 cols = sketch_arrays(part.column(C.TEXT), opts, unit, k, seed, a, b, lsh, strip, sim, classes)
                 cols[C.IS_EMPTY] = pc.is_null(cols[C.EXACT_HASH])

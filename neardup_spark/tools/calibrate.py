@@ -30,6 +30,7 @@ from neardup_spark.stages import boilerplate
 from neardup_spark.kernels import hashing
 from neardup_spark import columns as C
 from neardup_spark.config import Config
+from neardup_spark.plan import resolve
 from neardup_spark.errors import InputError
 from neardup_spark.kernels.lsh import candidate_probability, catching, s_star
 
@@ -126,7 +127,7 @@ def calibrate(raw: DataFrame, cfg: Config, pairs: int = 5000, seed: int = 1, mar
 
     if pairs < 10:
         raise InputError(f"calibrate needs at least 10 pairs; got {pairs}")
-    prep = prepared(raw, cfg, sample_docs=2 * pairs, seed=seed)
+    prep = prepared(raw, resolve(cfg), sample_docs=2 * pairs, seed=seed)
     try:
         n_docs = prep.counts["documents"]
         values = random_pair_jaccards(prep.table, pairs, prep.counts["sampled_documents"], seed)
@@ -188,7 +189,7 @@ def labelling_sample(raw: DataFrame, cfg: Config, n: int, lo: float = 0.3, hi: f
     if n < 1 or strata < 1:
         raise InputError(f"the sample needs n >= 1 and strata >= 1; got n={n}, strata={strata}")
     low = cfg.with_overrides({"verify.threshold": lo, "lsh.bands": 0, "lsh.rows": 0})
-    v = verified(raw, low)
+    v = verified(raw, resolve(low))
     try:
         pairs = with_doc_ids(v.edges, v.prep.table.select(C.NID, C.DOC_ID)).where(F.col(C.JACCARD) <= hi)
         width = (hi - lo) / strata

@@ -8,7 +8,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from neardup_spark import Config
-from neardup_spark.archive import nightly
+from neardup_spark import api
 from neardup_spark.cli import SAMPLE
 from neardup_spark.api import run
 
@@ -18,10 +18,10 @@ assert "connect" in type(spark).__module__, type(spark)
 cfg = Config().with_overrides({"input.format": "jsonl"})
 full = run(spark, cfg.with_overrides({"input.path": str(SAMPLE), "output.path": str(work / "full")}))
 index = str(work / "index")
-nightly.build(spark, cfg.with_overrides({"input.path": batches[0], "index.path": index}))
+api.build_index(spark, cfg.with_overrides({"input.path": batches[0], "index.path": index}))
 for k in (1, 2):
     run(spark, cfg.with_overrides({"input.path": batches[k], "index.path": index, "index.append": True,
                                    "output.path": str(work / f"night{k}")}))
-nightly.export(spark, index, str(work / "export"))
+api.export(spark, index, str(work / "export"))
 json.dump({"counts": full["counts"]}, sys.stdout)
 spark.stop()
