@@ -33,6 +33,9 @@ def java_causes(exc: BaseException, limit: int = 20) -> list[str]:
 
 # Root causes a user can act on, and what to do about them.
 _HINTS = (
+    (("delta.DefaultSource", "data source: delta"),
+     "Delta Lake is not on this session's classpath: run where it is (Databricks), or add the delta-spark "
+     "package of your Spark version and its SQL extension"),
     (("Unexpected end of input stream", "CRC", "Not in GZIP format", "not a gzip", "invalid block type",
       "invalid distance", "ZipException"), "the file is truncated or not valid gzip: copy it again or remove it"),
     (("is not a Parquet file", "expected magic number"), "the file is not (whole) Parquet: copy it again or remove it"),

@@ -40,6 +40,9 @@ def _make(case: str, where: Path) -> tuple[Path, list[str]]:
     elif case == "mixed_id_types":
         rows = [{"id": 683, "text": "one story about a thing"}, {"id": "683", "text": "another story entirely"}]
         (where / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    elif case == "delta_without_delta":
+        (where / "table").mkdir()
+        return where / "table", ["--format", "delta"]
     elif case == "binary_text":
         frame = pd.DataFrame({"id": [1, 2], "text": [b"\x00\x01", b"\x02"]})
         frame.to_parquet(where / "a.parquet")
@@ -56,6 +59,7 @@ CASES = {
     "missing_metadata": "no column(s) section",
     "mixed_id_types": '683 and "683" are one id',
     "binary_text": "must be a string",
+    "delta_without_delta": "Delta Lake is not on this session's classpath",
 }
 
 
