@@ -135,7 +135,7 @@ def kernel(texts: list[str]) -> None:
     from neardup_spark.kernels import hashing
     from neardup_spark.config import Config
     from neardup_spark.kernels.lsh import lsh_params
-    from neardup_spark.stages.sketch import sketch_arrays
+    from neardup_spark.kernels.sketch import sketch_arrays
 
     cfg = Config()
     a, b = hashing.permutations(cfg.minhash.num_perm, cfg.minhash.seed)

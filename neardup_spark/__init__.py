@@ -1,15 +1,15 @@
 """neardup-spark: near-duplicate documents at archive scale on Spark.
 
-    from neardup_spark import Config, deduplicate
-    result = deduplicate(df, Config().with_overrides({"verify.threshold": 0.5}))
+    from neardup_spark import deduplicate
+    result = deduplicate(df, id_col="url", text_col="body", threshold=0.5, keep="earliest")
 
-Stages, in order, one module each: read, normalise, exact, shingles, minhash,
-banding, candidates, verify, components, keepers, write; `pipeline` chains them.
+The public functions live in `neardup_spark.api`; the package's layers are
+described in docs/architecture.md.
 """
 
-from neardup_spark.config import Config, ConfigError, load_config  # noqa: E402
-from neardup_spark.version import __version__  # noqa: E402
-from neardup_spark.errors import BackendError, InputError, NeardupError  # noqa: E402
+from neardup_spark.config import Config, ConfigError, load_config
+from neardup_spark.version import __version__
+from neardup_spark.errors import BackendError, InputError, NeardupError
 
 # The pipeline (pyspark, pandas, pyarrow) is imported on first use, not with
 # the package: Spark's Python workers unpickle a UDF from one module and
@@ -34,6 +34,13 @@ __all__ = [
     "BackendError",
     "DedupResult",
     "deduplicate",
+    "options",
     "run",
+    "build_index",
+    "append",
+    "export",
+    "calibrate",
+    "evaluate",
+    "read",
     "__version__",
 ]

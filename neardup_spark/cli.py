@@ -344,7 +344,7 @@ def _check_output(cfg: Config) -> None:
     from neardup_spark.runtime.session import planned_master
     from neardup_spark.stages.write import check_output_free
 
-    # A nightly batch may repair the output a killed run of it left (see nightly._output_free).
+    # A nightly batch may repair the output a killed run of it left (see archive.nightly._output_free).
     check_output_free(cfg, planned_master(cfg.spark), may_exist=bool(cfg.index.append))
 
 

@@ -1,6 +1,7 @@
 """The plan: what a run derives from its configuration, resolved once.
 
-`resolve(cfg)` runs at the entry points (`api`, the CLI, the nightly append):
+`resolve(cfg)` runs at the entry points (`api`, the CLI), and where a tool
+runs the pipeline on a config of its own (calibration's low-threshold pass):
 the (bands, rows) of the LSH search and their advice, the matcher (MinHash
 LSH bands, SimHash block tables or containment size classes), the bucket
 limit and the keeper rules as applied (containment puts "longest" first: a
@@ -34,10 +35,10 @@ class Matcher:
 
     kind: str  # "minhash" (Jaccard LSH bands), "simhash" (block tables) or "containment" (size classes)
     lsh: LshParams  # bands x rows; in containment and SimHash mode reported, not searched
+    keys_per_doc: int  # bucket keys per document: bands, or SimHash tables
+    bucket_limit: int  # buckets up to this size yield all pairs, larger ones a star
     simhash: SimHashLayout | None = None
     classes: tuple[SizeClass, ...] | None = None
-    keys_per_doc: int = 0  # bucket keys per document: bands, or SimHash tables
-    bucket_limit: int = 16  # buckets up to this size yield all pairs, larger ones a star
 
 
 @dataclass(frozen=True)

@@ -45,10 +45,9 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from neardup_spark import columns as C
 from neardup_spark.archive import index as ix
-from neardup_spark.kernels import simhash
 from neardup_spark.stages.candidates import candidate_pairs
 from neardup_spark.stages.components import check_backend, connected_components, driver_components
-from neardup_spark.config import Config, require_io_paths, to_dict
+from neardup_spark.config import Config, KeeperConfig, require_io_paths, to_dict
 from neardup_spark.errors import InputError
 from neardup_spark.stages.exact import exact_copies, exact_edges, text_digest
 from neardup_spark.stages.keepers import TEXT_LEN, keeper_columns, ranked
@@ -88,10 +87,13 @@ PAIR_COLUMNS = (C.DOC_A, C.DOC_B, C.JACCARD, C.CONTAINMENT_A, C.CONTAINMENT_B, C
 BROADCAST_ROWS = 5_000_000
 
 
-def _doc_columns(cfg: Config) -> list[str]:
-    prints = simhash.columns(cfg.simhash.bits) if cfg.match.method == "simhash" else []
-    return [C.DOC_ID, ix.TEXT_DIGEST, C.EXACT_HASH, C.SHINGLES, *prints, TEXT_LEN, C.IS_EMPTY,
-            *keeper_columns(cfg.keeper)]
+def _fingerprint_columns(plan: Plan) -> list[str]:
+    return plan.matcher.simhash.columns if plan.matcher.simhash is not None else []
+
+
+def _doc_columns(plan: Plan) -> list[str]:
+    return [C.DOC_ID, ix.TEXT_DIGEST, C.EXACT_HASH, C.SHINGLES, *_fingerprint_columns(plan), TEXT_LEN, C.IS_EMPTY,
+            *keeper_columns(plan.keeper)]
 
 
 def _cut(df: DataFrame) -> DataFrame:
@@ -155,7 +157,7 @@ def _write_build(spark: SparkSession, plan: Plan, store, output: str | None, res
             keys = None
             if result.boilerplate is not None:
                 keys = result.boilerplate.select(F.col("line_key"))
-            ix.write_part(f"{store.uri}/parts/{part}", table.select(*_doc_columns(cfg)), bands, result.clusters,
+            ix.write_part(f"{store.uri}/parts/{part}", table.select(*_doc_columns(plan)), bands, result.clusters,
                           outputs={"pairs": result.pairs}, boilerplate=keys)
             if output:
                 write_tables(spark, result, output, cfg.output.mode)
@@ -232,7 +234,7 @@ def _append(spark: SparkSession, plan: Plan, idx: ix.Index, start: float) -> dic
         removal = None
         if changed is not None:
             with st.stage("replace"):
-                idx, removal = _remove(spark, cfg, idx, changed, st, counts)
+                idx, removal = _remove(spark, plan, idx, changed, st, counts)
         kill_point("after_lookup")
         result = _match(spark, plan, idx, docs, archived, st, counts)
         result = dataclasses.replace(result, removal=removal)
@@ -312,7 +314,7 @@ def _check_ids(spark, cfg: Config, idx: ix.Index, docs: DataFrame, documents: in
     return known.where(~differs).select(C.DOC_ID), changed
 
 
-def _remove(spark, cfg: Config, idx: ix.Index, changed: DataFrame, st: Stages, counts: dict):
+def _remove(spark, plan: Plan, idx: ix.Index, changed: DataFrame, st: Stages, counts: dict):
     """Take the old versions of replaced documents out of the archive, uncommitted.
 
     Writes a removal part: their ids (earlier rows of them stop counting) and
@@ -333,18 +335,19 @@ def _remove(spark, cfg: Config, idx: ix.Index, changed: DataFrame, st: Stages, c
     idb = rest.select(F.col(C.DOC_ID).alias(C.DOC_B), F.col(C.NID).alias("_nb"))
     edges = stored.join(ida, C.DOC_A).join(idb, C.DOC_B).select(F.col("_na").alias(C.DOC_A), F.col("_nb").alias(C.DOC_B))
     edges = edges.where(F.col(C.DOC_A) != F.col(C.DOC_B)).unionByName(copies)
-    comps = connected_components(edges, cfg).select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias("_comp"))
+    comps = connected_components(edges, plan.cfg)
+    comps = comps.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias("_comp"))
     grouped = rest.join(comps, C.NID, "left").withColumn("_comp", F.coalesce("_comp", C.NID))
     view = grouped.select(C.DOC_ID, "_comp", F.col(C.CLUSTER_ID).alias("_old_cluster"),
                           F.col(C.KEEPER_ID).alias("_old_keeper")).join(idx.docs(spark), C.DOC_ID)
-    sticky = [F.col(C.DOC_ID) != F.col("_old_keeper")] if cfg.index.sticky_keeper else []
+    sticky = [F.col(C.DOC_ID) != F.col("_old_keeper")] if plan.cfg.index.sticky_keeper else []
 
     def named(comp: Window) -> F.Column:
         # A part keeps its cluster's id while the document that names it is in the part.
         naming = F.max(F.when(F.col(C.DOC_ID) == F.col("_old_cluster"), F.col(C.DOC_ID))).over(comp)
         return F.coalesce(naming, F.min(C.DOC_ID).over(comp))
 
-    decided = ranked(view, cfg.keeper, "_comp", named, sticky)
+    decided = ranked(view, plan.keeper, "_comp", named, sticky)
     changes = _cut(_changed_only(decided, rest))
     counts["replaced_clusters_recomputed"] = clusters.count()
     part = ix.new_part_name(idx.manifest["version"] + 1)
@@ -386,7 +389,7 @@ def _changed_only(decided: DataFrame, before: DataFrame) -> DataFrame:
 
 
 def _match(spark, plan: Plan, idx: ix.Index, docs: DataFrame, archived: DataFrame, st: Stages,
-           counts: dict) -> dict:
+           counts: dict) -> Matched:
     """Sketch the new documents, find and verify their pairs within the batch and against the archive."""
     cfg, limit = plan.cfg, plan.matcher.bucket_limit
     new = docs.join(F.broadcast(archived), C.DOC_ID, "left_anti") if counts["already_indexed"] else docs
@@ -429,7 +432,7 @@ def _match(spark, plan: Plan, idx: ix.Index, docs: DataFrame, archived: DataFram
         cands, counts["candidate_pairs"] = _cut_count(within.unionByName(across))
 
     with st.stage("verify"):
-        prints = simhash.columns(cfg.simhash.bits) if cfg.match.method == "simhash" else []
+        prints = _fingerprint_columns(plan)
         # Cut here: verification reads the sets twice (both ends of a pair), and an uncut
         # plan would scan every archived set (the index's largest column) twice.
         arch_sets = _cut(arch_docs.select(F.col(C.DOC_ID).alias(_ADOC), C.SHINGLES, *prints).join(
@@ -453,32 +456,32 @@ def _archived_members(spark, idx: ix.Index, met: DataFrame, st: Stages, counts: 
     return met_assign, touched, members
 
 
-def _assign(spark, cfg: Config, idx: ix.Index, found: Matched, st: Stages, counts: dict, work: dict) -> DataFrame:
+def _assign(spark, plan: Plan, idx: ix.Index, found: Matched, st: Stages, counts: dict, work: dict) -> DataFrame:
     """New assignments: the batch's new documents and every member of a touched archived cluster."""
     table = found.table
     with st.stage("components"):
         # Every edge is a verified pair or an exact copy (of a batch or an archived text).
         most = counts["verified_pairs"] + counts["exact_duplicates"] + counts["exact_archive_matches"]
-        limit = cfg.cluster.driver_max_edges
+        limit = plan.cfg.cluster.driver_max_edges
         if limit and most <= limit:
             comps, arch_comp, members = _components_on_driver(spark, idx, found, counts, work)
         else:
-            comps, arch_comp, members = _components_in_spark(spark, cfg, idx, found, st, counts, work)
+            comps, arch_comp, members = _components_in_spark(spark, plan.cfg, idx, found, st, counts, work)
 
     with st.stage("keepers"):
         # Every document whose assignment may change: batch documents (in a component or alone)
         # and the members of touched archived clusters; `_comp` names its component.
         batch = table.join(comps, C.NID, "left").select(
-            *_keeper_view(cfg, F.lit(True)),
+            *_keeper_view(plan.keeper, F.lit(True)),
             F.coalesce(F.col("_comp"), F.col(C.NID)).alias("_comp"),
             F.lit(None).cast(dict(table.dtypes)[C.DOC_ID]).alias("_old_cluster"),
         )
         arch_docs = idx.docs(spark)
         archived = members.join(arch_comp, C.CLUSTER_ID).join(arch_docs, C.DOC_ID).select(
-            *_keeper_view(cfg, F.lit(False)), "_comp", F.col(C.CLUSTER_ID).alias("_old_cluster")
+            *_keeper_view(plan.keeper, F.lit(False)), "_comp", F.col(C.CLUSTER_ID).alias("_old_cluster")
         )
         everyone = batch.unionByName(archived)
-        return _decide(everyone, cfg, members)
+        return _decide(everyone, plan, members)
 
 
 def _components_in_spark(spark, cfg: Config, idx: ix.Index, found: Matched, st: Stages, counts: dict, work: dict):
@@ -544,20 +547,20 @@ def _relabel(ids: np.ndarray, keys: np.ndarray, values: np.ndarray) -> np.ndarra
     return np.where(keys[at] == ids, values[at], ids)
 
 
-def _keeper_view(cfg: Config, from_batch: F.Column) -> list:
-    return [C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(cfg.keeper), from_batch.alias(_BATCH)]
+def _keeper_view(keeper: KeeperConfig, from_batch: F.Column) -> list:
+    return [C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(keeper), from_batch.alias(_BATCH)]
 
 
-def _decide(everyone: DataFrame, cfg: Config, members: DataFrame) -> DataFrame:
+def _decide(everyone: DataFrame, plan: Plan, members: DataFrame) -> DataFrame:
     """Per component: the cluster id (an archived one if any: the smallest), the keeper, statuses."""
     # Sticky keepers: archived members first, so newcomers win only in new clusters.
-    sticky = [F.col(_BATCH)] if cfg.index.sticky_keeper else []
+    sticky = [F.col(_BATCH)] if plan.cfg.index.sticky_keeper else []
 
     def archived_first(comp: Window) -> F.Column:
         return F.coalesce(F.min("_old_cluster").over(comp), F.min(C.DOC_ID).over(comp))
 
     # Empty texts never join a component (they have no edges), so each is a component alone.
-    decided = ranked(everyone, cfg.keeper, "_comp", archived_first, sticky, keep=["_old_cluster"])
+    decided = ranked(everyone, plan.keeper, "_comp", archived_first, sticky, keep=["_old_cluster"])
     decided = decided.withColumn("_archived", F.col("_old_cluster").isNotNull()).drop("_old_cluster")
     # Archived documents only where something changed.
     batch = decided.where(~F.col("_archived")).select(*CLUSTER_COLUMNS, F.lit(False).alias("_archived"))
@@ -590,7 +593,7 @@ def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, s
            start: float) -> dict:
     cfg = plan.cfg
     work: dict[str, int] = {}
-    assigned = _cut(_assign(spark, cfg, idx, found, st, counts, work))
+    assigned = _cut(_assign(spark, plan, idx, found, st, counts, work))
     row = assigned.agg(
         F.sum((~F.col("_archived")).cast("long")).alias("batch"), F.sum(F.col("_archived").cast("long")).alias("arch")
     ).first()
@@ -607,7 +610,7 @@ def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, s
     part_dir = idx.part_path(part)
     with st.stage("write"):
         new_bands = found.banded.join(table.select(C.NID, C.DOC_ID), C.NID).select(C.BUCKET, C.DOC_ID)
-        ix.write_part(part_dir, table.select(*_doc_columns(cfg)), new_bands, assigned,
+        ix.write_part(part_dir, table.select(*_doc_columns(plan)), new_bands, assigned,
                       outputs={"clusters": clusters, "pairs": pairs}, parallel=True)
         kill_point("before_manifest")
         manifest = ix.next_manifest(idx.manifest, plan, part, fingerprint, counts["new_documents"] - counts["replaced"])

@@ -129,12 +129,6 @@ def top_lines(docs: DataFrame, opts: NormaliseConfig, unit: str, n: int = 20) ->
     return [(int(r[KEY]), int(r[DOCS])) for r in rows]
 
 
-__all__: Sequence[str] = [
-    "Boilerplate", "examples", "find", "line_counts", "lines_frame", "min_documents", "segment_batch",
-    "split_segments", "strip_normalised", "top_lines",
-]
-
-
 def utf8_bytes(text: Column) -> Column:
     """The text column as its raw bytes, for a Pandas UDF to decode (boilerplate's).
 
@@ -143,6 +137,12 @@ def utf8_bytes(text: Column) -> Column:
     would die. Shipped as binary, they are decoded by the UDF (invalid bytes
     become U+FFFD). The sketch's `mapInArrow` skips this cast, which costs two
     JVM copies of every text: it receives Arrow strings and validates them
-    itself (`sketch._texts`).
+    itself (`kernels.sketch._texts`).
     """
     return text.cast("binary")
+
+
+__all__: Sequence[str] = [
+    "Boilerplate", "examples", "find", "line_counts", "lines_frame", "min_documents", "segment_batch",
+    "split_segments", "strip_normalised", "top_lines",
+]

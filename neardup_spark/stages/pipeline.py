@@ -1,8 +1,8 @@
 """The stages chained: documents in, verified clusters and keepers out.
 
-`deduplicate(raw, cfg)` is the library call (a notebook passes a DataFrame);
-`run(spark, cfg)` reads `[input]`, deduplicates and writes `[output]`; the
-CLI and the spark-submit job call `run`. Each stage boundary is materialised
+`deduplicate(raw, plan)` chains the stages over a DataFrame with a resolved
+plan (see `neardup_spark.plan`); `neardup_spark.api` calls it for the library,
+the CLI and the spark-submit job. Each stage boundary is materialised
 once (persist + one count) because later stages read it more than once; that
 count is also the report's figure and the boundary is where wall time is
 measured, so no action runs just to log.

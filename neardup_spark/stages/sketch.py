@@ -1,7 +1,7 @@
 """Stages 2-6 in one pass: text -> exact digest, shingle set and LSH band keys.
 
 One Arrow pass (`mapInArrow`) reads each batch of raw text once and runs, in numpy,
-what used to be four Spark stages: normalise (see `normalise`), hash the
+what used to be four Spark stages: normalise (see `kernels.normalise`), hash the
 normalised text for the exact pass, shingle it, MinHash the shingles and
 hash each band of the signature into a 64-bit bucket key. Only the results
 travel back to the JVM: a 16-byte digest, the distinct 32-bit shingles
@@ -75,7 +75,7 @@ def sketch(docs: DataFrame, cfg: Config, matcher: Matcher, strip: Stripping | No
                 yield pa.RecordBatch.from_arrays(arrays, schema=_arrow_schema(part.schema, passed, names, cols))
 
     # The text goes to Python as a string: a cast to binary here cost two copies of every
-    # text in the JVM (the cast, then getBinary per row); `_texts` validates it instead.
+    # text in the JVM (the cast, then getBinary per row); `kernels.sketch._texts` validates it instead.
     return docs.mapInArrow(run, schema)
 
 

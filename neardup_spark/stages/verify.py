@@ -1,6 +1,6 @@
 """Stage 6, verify: candidate pairs -> pairs whose exact Jaccard reaches the threshold.
 
-Each document's stored shingle set (binary, see `sketch`) travels once to
+Each document's stored shingle set (binary, see `kernels.sketch`) travels once to
 each partition that holds pairs it is in, not once per pair: the pairs are
 grouped by `doc_a`, each group asks for the sets its pairs name, and an
 Arrow function (`mapInArrow`) counts |A n B| with numpy over a partition's

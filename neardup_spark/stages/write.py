@@ -85,7 +85,7 @@ def check_output_free(cfg: Config, master: str = "", spark: SparkSession | None 
 
 
 def check_input_apart(cfg: Config, dst: paths.Location, master: str = "", spark: SparkSession | None = None) -> None:
-    """The output at dst overlaps no input of the run (see `paths.check_apart`)."""
+    """The output at dst overlaps no input of the run (see `runtime.paths.check_apart`)."""
     inp = cfg.input.path
     if cfg.input.format == "table" or not inp:
         return
@@ -220,7 +220,7 @@ def result_tables(result: "DedupResult") -> dict[str, DataFrame]:
 
 
 def write_tables(spark: SparkSession, result: "DedupResult", root: str, mode: str) -> None:
-    """The run's tables under root, published whole (see `storage.published`) after their
+    """The run's tables under root, published whole (see `runtime.storage.published`) after their
     row counts are read back and checked."""
     tables = result_tables(result)
     remove_leftovers(spark, root)
