@@ -29,7 +29,8 @@ RANKS = {
     "api": 5,
     "entry": 6,
 }
-ENTRY = {"cli", "__main__", "__init__"}
+# worker_daemon is started by Spark (`python -m`), as the CLI is by a user.
+ENTRY = {"cli", "__main__", "__init__", "worker_daemon"}
 
 
 def layer_of(module: str) -> str:

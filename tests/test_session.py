@@ -197,7 +197,7 @@ def test_local_workers_fork_with_the_kernels_loaded(spark):
         for _ in batches:
             yield pa.RecordBatch.from_pydict({"built": [built]})
 
-    assert spark.conf.get("spark.python.daemon.module") == "neardup_spark.runtime.worker_daemon"
+    assert spark.conf.get("spark.python.daemon.module") == "neardup_spark.worker_daemon"
     assert {r["built"] for r in spark.range(2, numPartitions=2).mapInArrow(probe, "built long").collect()} == {2}
 
 
@@ -205,7 +205,7 @@ def test_worker_daemon_freezes_what_it_loaded():
     # In a fresh interpreter, as Spark starts the daemon: after prepare() the imported
     # modules sit in the permanent generation, so a worker's per-task gc.collect()
     # no longer walks them.
-    code = ("import gc; from neardup_spark.runtime import worker_daemon; worker_daemon.prepare(); "
+    code = ("import gc; from neardup_spark import worker_daemon; worker_daemon.prepare(); "
             "import sys; print(gc.get_freeze_count(), 'pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert int(out[0]) > 10_000 and out[1] == "True"

@@ -30,8 +30,8 @@ LOCAL_DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # Workers fork with the kernels' modules imported and tables built (see worker_daemon).
-    "spark.python.daemon.module": "neardup_spark.runtime.worker_daemon",
+    # Workers fork with the stages' modules imported and tables built (see neardup_spark.worker_daemon).
+    "spark.python.daemon.module": "neardup_spark.worker_daemon",
 }
 
 

@@ -30,9 +30,8 @@ import gc
 def preload() -> None:
     """Import the modules whose functions run in workers and build the separator tables."""
     try:
-        import pyspark.sql.functions  # noqa: F401  (what every stage's module imports)
-
-        from neardup_spark.kernels import buckets, normalise, sets, sketch  # noqa: F401
+        from neardup_spark.kernels import normalise
+        from neardup_spark.stages import candidates, sketch, verify  # noqa: F401
 
         normalise.preload()
     except Exception:  # pragma: no cover - a worker imports what it needs anyway
