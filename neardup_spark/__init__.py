@@ -8,8 +8,8 @@ described in docs/architecture.md.
 """
 
 from neardup_spark.config import Config, ConfigError, load_config
-from neardup_spark.version import __version__
 from neardup_spark.errors import BackendError, InputError, NeardupError
+from neardup_spark.version import __version__
 
 # The pipeline (pyspark, pandas, pyarrow) is imported on first use, not with
 # the package: Spark's Python workers unpickle a UDF from one module and

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from neardup_spark.version import __version__
 from neardup_spark.config import Config, load_config, require_io_paths
 from neardup_spark.errors import NeardupError
+from neardup_spark.version import __version__
 
 SAMPLE = Path(__file__).parent / "data" / "sample.jsonl.gz"
 

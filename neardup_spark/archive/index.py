@@ -46,14 +46,14 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from neardup_spark.version import __version__
 from neardup_spark import columns as C
 from neardup_spark.config import Config, to_dict
 from neardup_spark.errors import NeardupError
 from neardup_spark.plan import Plan, resolve
-from neardup_spark.runtime.parallel import run_all
 from neardup_spark.runtime.filestore import LocalStore, Store, store_for
+from neardup_spark.runtime.parallel import run_all
 from neardup_spark.stages.write import parquet_writes
+from neardup_spark.version import __version__
 
 FORMAT = 2  # 2: committed by create-if-absent in manifests/; 1 (same tables) still opens
 READABLE_FORMATS = (1, 2)

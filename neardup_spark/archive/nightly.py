@@ -45,14 +45,23 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from neardup_spark import columns as C
 from neardup_spark.archive import index as ix
-from neardup_spark.stages.candidates import candidate_pairs
-from neardup_spark.stages.components import check_backend, connected_components, driver_components
 from neardup_spark.config import Config, KeeperConfig, require_io_paths, to_dict
 from neardup_spark.errors import InputError
+from neardup_spark.plan import Plan
+from neardup_spark.runtime.parallel import run_all, started
+from neardup_spark.runtime.session import is_local_master, master_of
+from neardup_spark.runtime.storage import (
+    checkpoint_dir,
+    kill_point,
+    probe_executor_writes,
+    published,
+    remove_leftovers,
+    verify_written,
+)
+from neardup_spark.stages.candidates import candidate_pairs
+from neardup_spark.stages.components import check_backend, connected_components, driver_components
 from neardup_spark.stages.exact import exact_copies, exact_edges, text_digest
 from neardup_spark.stages.keepers import TEXT_LEN, keeper_columns, ranked
-from neardup_spark.runtime.parallel import run_all, started
-from neardup_spark.plan import Plan
 from neardup_spark.stages.pipeline import (
     CLUSTER_COLUMNS,
     Stages,
@@ -62,8 +71,6 @@ from neardup_spark.stages.pipeline import (
     with_doc_ids,
 )
 from neardup_spark.stages.read import read_input
-from neardup_spark.runtime.session import is_local_master, master_of
-from neardup_spark.runtime.storage import checkpoint_dir, kill_point, probe_executor_writes, published, remove_leftovers, verify_written
 from neardup_spark.stages.sketch import Stripping
 from neardup_spark.stages.verify import verify
 from neardup_spark.stages.write import (

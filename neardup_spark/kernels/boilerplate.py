@@ -11,9 +11,11 @@ from typing import Collection
 import numpy as np
 import pandas as pd
 
-from neardup_spark.kernels import hashing
 from neardup_spark.config import BoilerplateConfig, NormaliseConfig
+from neardup_spark.kernels import hashing
 from neardup_spark.kernels.normalise import decode_codepoints, normalised_codepoints
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def split_segments(text: str, unit: str) -> list[str]:
@@ -24,12 +26,10 @@ def split_segments(text: str, unit: str) -> list[str]:
     return text.splitlines()
 
 
-
 def _decode(text) -> str | None:
     if isinstance(text, (bytes, bytearray)):
         return bytes(text).decode("utf-8", "replace")
     return None if text is None or (isinstance(text, float) and text != text) else text
-
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,6 @@ class Segmented:
 
     def of(self, i: int) -> slice:
         return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
-
 
 
 def segment_batch(texts: pd.Series, opts: NormaliseConfig, unit: str) -> Segmented:
@@ -73,7 +72,6 @@ def segment_batch(texts: pd.Series, opts: NormaliseConfig, unit: str) -> Segment
     return Segmented(forms, keys.tolist(), offsets, present)
 
 
-
 def distinct_keys(texts: pd.Series, opts: NormaliseConfig, unit: str) -> pd.Series:
     """Per text, the distinct keys of its non-blank segments (int64 arrays)."""
     seg = segment_batch(texts, opts, unit)
@@ -83,7 +81,6 @@ def distinct_keys(texts: pd.Series, opts: NormaliseConfig, unit: str) -> pd.Seri
         k = keys[seg.of(i)]
         out.append(np.unique(k[k != 0]))  # 0: a blank segment
     return pd.Series(out, index=texts.index)
-
 
 
 def strip_normalised(texts: pd.Series, opts: NormaliseConfig, unit: str,
@@ -110,7 +107,6 @@ def strip_normalised(texts: pd.Series, opts: NormaliseConfig, unit: str,
     return pd.Series(out, index=texts.index, dtype=object), stripped
 
 
-
 @dataclass(frozen=True)
 class Boilerplate:
     """The segments found to be boilerplate, and the count that made them so."""
@@ -123,10 +119,6 @@ class Boilerplate:
         return {"lines": len(self.keys), "min_documents": self.min_documents}
 
 
-
 def min_documents(cfg: BoilerplateConfig, n_docs: int) -> int:
     """Documents a segment must occur in to count as boilerplate."""
     return max(cfg.min_docs, math.ceil(cfg.min_share * n_docs))
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

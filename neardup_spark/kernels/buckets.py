@@ -12,6 +12,9 @@ import numpy as np
 
 from neardup_spark.kernels.hashing import ranges_under
 
+# Pairs per Arrow batch handed back to Spark.
+_BATCH_PAIRS = 1 << 20
+
 
 def bucket_pairs(nid: np.ndarray, bucket: np.ndarray, limit: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(doc_a, doc_b) int64 arrays, in chunks of about _BATCH_PAIRS, for rows (nid[i], bucket[i])
@@ -25,7 +28,6 @@ def bucket_pairs(nid: np.ndarray, bucket: np.ndarray, limit: int) -> Iterator[tu
     yield from _stars(ids, starts[big], sizes[big])
     for size in np.unique(sizes[~big]):
         yield from _all_pairs(ids, starts[sizes == size], int(size))
-
 
 
 def _shared_runs(nid: np.ndarray, bucket: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +47,6 @@ def _shared_runs(nid: np.ndarray, bucket: np.ndarray) -> tuple[np.ndarray, np.nd
     return ids[np.lexsort((ids, run))], sizes[shared]
 
 
-
 def _stars(ids: np.ndarray, starts: np.ndarray, sizes: np.ndarray):
     """Each run's first (smallest) id paired with each other member, run by run in chunks."""
     for lo, hi in ranges_under(sizes - 1, _BATCH_PAIRS):
@@ -53,7 +54,6 @@ def _stars(ids: np.ndarray, starts: np.ndarray, sizes: np.ndarray):
         first = np.repeat(s, z)
         offset = np.arange(len(first)) - np.repeat(np.cumsum(z) - z, z)
         yield _ordered(ids[first], ids[first + 1 + offset])
-
 
 
 def _all_pairs(ids: np.ndarray, starts: np.ndarray, size: int):
@@ -71,7 +71,6 @@ def _all_pairs(ids: np.ndarray, starts: np.ndarray, size: int):
         yield _ordered(ids[(s + i).ravel()], ids[(s + j).ravel()])
 
 
-
 def _ordered(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pairs with a < b (ids sorted within a bucket already give a <= b; an id twice in one
     bucket, two bands' keys colliding, pairs with itself and is dropped)."""
@@ -79,12 +78,10 @@ def _ordered(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (a, b) if keep.all() else (a[keep], b[keep])
 
 
-
 def key_groups(keys: np.ndarray, parts: int) -> np.ndarray:
     """The group (0..parts-1) of each bucket key: a function of the key alone, so a
     bucket's rows always share a group (band keys are mixed 64-bit hashes already)."""
     return ((keys.view(np.uint64) >> np.uint64(40)) % np.uint64(parts)).astype(np.uint16)
-
 
 
 def group_keys(nid: np.ndarray, offsets: np.ndarray, keys: np.ndarray, parts: int):
@@ -96,7 +93,3 @@ def group_keys(nid: np.ndarray, offsets: np.ndarray, keys: np.ndarray, parts: in
     g, d = group[order], doc[order]
     starts = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (d[1:] != d[:-1])])
     return g[starts], nid[d[starts]], np.r_[starts, len(g)], keys[order]
-
-
-# Pairs per Arrow batch handed back to Spark.
-_BATCH_PAIRS = 1 << 20

@@ -7,9 +7,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup_spark.kernels.hashing import mix64
 from neardup_spark.config import MAX_NUM_PERM
+from neardup_spark.kernels.hashing import mix64
 from neardup_spark.kernels.lsh import TARGET_CATCH, candidate_probability, catching
+
+MIN_CATCH = 0.95
+_CLASS_MULT = 0xA24BAED4963EE407
+_LEVEL_MULT = np.uint64(0x9FB21C651E98DF25)
 
 
 @dataclass(frozen=True)
@@ -26,7 +30,6 @@ class SizeClass:
                 "p_candidate_at_floor": round(candidate_probability(self.jaccard_floor, self.bands, self.rows), 4)}
 
 
-
 def size_classes(threshold: float, num_perm: int, max_ratio: float) -> list[SizeClass]:
     """The classes, their Jaccard floors and (b, r), for containment `threshold`."""
     top = max(0, math.ceil(math.log2(max_ratio)))
@@ -36,7 +39,6 @@ def size_classes(threshold: float, num_perm: int, max_ratio: float) -> list[Size
         b, r = catching(floor, num_perm, MIN_CATCH)
         out.append(SizeClass(k, floor, b, r, (-1, 0) if k == 0 else (k - 1, k)))
     return out
-
 
 
 def advice(classes: list[SizeClass], threshold: float, num_perm: int = 128, pinned: bool = False) -> list[str]:
@@ -62,10 +64,8 @@ def advice(classes: list[SizeClass], threshold: float, num_perm: int = 128, pinn
     return notes
 
 
-
 def _sizes(k: int) -> str:
     return "sets of like size" if k == 0 else f"larger set up to {2**k}x the smaller"
-
 
 
 def format_report(classes: list[SizeClass], threshold: float, num_perm: int, notes: list[str]) -> str:
@@ -85,17 +85,14 @@ def format_report(classes: list[SizeClass], threshold: float, num_perm: int, not
     return "\n".join(lines)
 
 
-
 def levels(sizes: np.ndarray) -> np.ndarray:
     """floor(log2(size)) per set (0 for empty or singleton sets)."""
     return np.floor(np.log2(np.maximum(sizes, 1))).astype(np.int64)
 
 
-
 def _key(band: np.ndarray, k: int, level: np.ndarray) -> np.ndarray:
     tagged = band.view(np.uint64) ^ np.uint64(((k + 1) * _CLASS_MULT) & 0xFFFFFFFFFFFFFFFF)
     return mix64(tagged ^ (level.astype(np.uint64)[:, None] * _LEVEL_MULT)).view(np.int64)
-
 
 
 def keys(signatures: np.ndarray, sizes: np.ndarray, classes: list[SizeClass], band_keys) -> tuple[np.ndarray,
@@ -108,14 +105,3 @@ def keys(signatures: np.ndarray, sizes: np.ndarray, classes: list[SizeClass], ba
         index.append(_key(band, c.k, lv))
         query += [_key(band, c.k, lv + off) for off in c.offsets]
     return np.concatenate(index, axis=1), np.concatenate(query, axis=1)
-
-
-MIN_CATCH = 0.95
-
-
-
-_CLASS_MULT = 0xA24BAED4963EE407
-
-
-
-_LEVEL_MULT = np.uint64(0x9FB21C651E98DF25)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 
-
 def driver_components(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Edges as two id arrays -> (every node, sorted; the smallest node of its component).
 

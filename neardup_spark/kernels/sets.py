@@ -31,7 +31,6 @@ def set_arrays(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     return offsets, values.astype(np.uint32, copy=False)
 
 
-
 def pair_sizes(set_ids: np.ndarray, offsets: np.ndarray, values: np.ndarray,
                a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(|A n B|, |A|, |B|) int64 for pairs (a[i], b[i]) of ids in set_ids, whose sets are

@@ -19,17 +19,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup_spark import columns as C
+from neardup_spark.config import Config, NormaliseConfig
 from neardup_spark.kernels import containment
 from neardup_spark.kernels import hashing
 from neardup_spark.kernels import simhash
 from neardup_spark.kernels.boilerplate import strip_normalised
-from neardup_spark.config import Config, NormaliseConfig
-from neardup_spark.kernels.normalise import normalised_utf8, utf8_codepoints
 from neardup_spark.kernels.lsh import LshParams
+from neardup_spark.kernels.normalise import normalised_utf8, utf8_codepoints
 
 
 _DIGEST_BYTES = 16
-
+# Bytes Spark's UTF8String.numChars steps over for each lead byte: continuation bytes and
+# bytes UTF-8 never allows (C0, C1, F5-FF) count as characters of one byte.
+_SPARK_CHAR_BYTES = bytes([1] * 0xC2 + [2] * (0xE0 - 0xC2) + [3] * 16 + [4] * 5 + [1] * 11)
 
 
 @dataclass(frozen=True)
@@ -66,14 +68,12 @@ class SimHashLayout:
         }
 
 
-
 @dataclass(frozen=True)
 class Stripping:
     """Boilerplate segment keys to remove (see `boilerplate`), and how texts are cut."""
 
     keys: frozenset[int]
     unit: str = "line"
-
 
 
 def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
@@ -91,16 +91,13 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return hashing.mix64(acc).view(np.int64)
 
 
-
 def digest(text: str) -> bytes:
     """128-bit BLAKE2b of a normalised text: the exact-pass key (collisions ~2**-64 at 10**10 docs)."""
     return _blake(text.encode("utf-8", "surrogatepass"))
 
 
-
 def _blake(data) -> bytes:
     return hashlib.blake2b(data, digest_size=_DIGEST_BYTES).digest()
-
 
 
 def _texts(arr: pa.Array) -> tuple[list[bytes | None], bool]:
@@ -122,7 +119,6 @@ def _texts(arr: pa.Array) -> tuple[list[bytes | None], bool]:
     return arr.to_pylist(), valid
 
 
-
 def spark_length(data: bytes) -> int:
     """What Spark's length() returns for a string holding these bytes, UTF-8 or not."""
     try:
@@ -135,13 +131,11 @@ def spark_length(data: bytes) -> int:
         return chars
 
 
-
 def text_lengths(raw: Sequence[str | bytes | None]) -> pa.Array:
     """Characters of each raw text (str, or bytes, UTF-8 or not), as Spark's length()
     counts them (the code points, for valid UTF-8); null for null."""
     return pa.array([None if t is None else len(t) if isinstance(t, str) or t.isascii() else spark_length(bytes(t))
                      for t in raw], pa.int32())
-
 
 
 def _binary(lengths: np.ndarray, data: np.ndarray) -> pa.Array:
@@ -154,14 +148,12 @@ def _binary(lengths: np.ndarray, data: np.ndarray) -> pa.Array:
                                                             pa.py_buffer(data)])
 
 
-
 def _lists(lengths: np.ndarray, parts: list[np.ndarray]) -> pa.Array:
     """len(lengths) lists of int64 cut in order from the rows of `parts` ([m, width] arrays)."""
     offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])
     values = np.concatenate([p.ravel() for p in parts]) if parts else np.zeros(0, np.int64)
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values.astype(np.int64, copy=False)))
-
 
 
 def sketch_arrays(
@@ -226,13 +218,11 @@ def sketch_arrays(
     return out
 
 
-
 def _utf8_digests(data: np.ndarray, offsets: np.ndarray) -> list[bytes | None]:
     """`digest` of each normalised text given as UTF-8 with its one trailing space
     (see `normalised_utf8`; None for an empty one)."""
     whole, bounds = memoryview(data), offsets.tolist()
     return [_blake(whole[s : e - 1]) if e > s else None for s, e in zip(bounds[:-1], bounds[1:])]
-
 
 
 def _normalised_units(texts: list[str | bytes], opts: NormaliseConfig, unit: str,
@@ -243,7 +233,6 @@ def _normalised_units(texts: list[str | bytes], opts: NormaliseConfig, unit: str
     if unit == "word":
         return (_utf8_digests(data, offsets), *hashing.utf8_word_units(data, offsets))
     return (_utf8_digests(data, offsets), *hashing.char_units(*utf8_codepoints(data, offsets)))
-
 
 
 def _shingled(texts: list[str | bytes], opts: NormaliseConfig, unit: str, k: int, seed: int,
@@ -262,7 +251,6 @@ def _shingled(texts: list[str | bytes], opts: NormaliseConfig, unit: str, k: int
     return hashing.join_sets(parts), digests
 
 
-
 def sketch_frame(texts: pd.Series, *args, **kwargs) -> pd.DataFrame:
     """`sketch_arrays` on a pandas Series of str (or UTF-8 bytes), as a DataFrame: for tests,
     benchmarks and notebooks."""
@@ -272,18 +260,11 @@ def sketch_frame(texts: pd.Series, *args, **kwargs) -> pd.DataFrame:
     return pa.table(cols).to_pandas().set_axis(texts.index)
 
 
-
 # Text bytes per Arrow batch a worker sketches at once: the batch's shingle
 # sets (~2x its text at most) stay far below Arrow's 2 GiB binary limit.
 _SLICE_TEXT_BYTES = 128 << 20
 
 
-
 def text_slices(text: pa.Array):
     """[lo, hi) row ranges of a batch, each of at most _SLICE_TEXT_BYTES of text (one row at least)."""
     return hashing.ranges_under(pc.fill_null(pc.binary_length(text), 0).to_numpy().astype(np.int64), _SLICE_TEXT_BYTES)
-
-
-# Bytes Spark's UTF8String.numChars steps over for each lead byte: continuation bytes and
-# bytes UTF-8 never allows (C0, C1, F5-FF) count as characters of one byte.
-_SPARK_CHAR_BYTES = bytes([1] * 0xC2 + [2] * (0xE0 - 0xC2) + [3] * 16 + [4] * 5 + [1] * 11)

@@ -30,8 +30,8 @@ from typing import Protocol
 
 from pyspark.sql import SparkSession
 
-from neardup_spark.runtime import paths
 from neardup_spark.errors import NeardupError
+from neardup_spark.runtime import paths
 
 SPARK_ROW_METADATA = "org.apache.spark.sql.parquet.row.metadata"
 _RENAME_ATOMIC = ("hdfs", "viewfs", "webhdfs", "swebhdfs")

@@ -24,9 +24,9 @@ from typing import Iterator
 
 from pyspark.sql import SparkSession
 
-from neardup_spark.runtime import paths
 from neardup_spark.config import Config
 from neardup_spark.errors import NeardupError
+from neardup_spark.runtime import paths
 from neardup_spark.runtime.parallel import run_all
 
 OWN_PREFIX = "_neardup"  # staging, probe and checkpoint directories under an output: ours, never user data

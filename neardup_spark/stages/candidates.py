@@ -27,8 +27,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
-from neardup_spark.runtime.routing import route_keys, shuffle_partitions
 from neardup_spark.kernels.buckets import bucket_pairs, group_keys
+from neardup_spark.runtime.routing import route_keys, shuffle_partitions
 
 
 def _pairs_of_partition(limit: int):

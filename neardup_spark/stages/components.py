@@ -31,8 +31,8 @@ from pyspark.sql.types import StructField, StructType
 from neardup_spark import columns as C
 from neardup_spark.config import Config
 from neardup_spark.errors import BackendError, ConvergenceError, one_line
-from neardup_spark.runtime.session import CACHE_LEVEL
 from neardup_spark.kernels.graph import driver_components
+from neardup_spark.runtime.session import CACHE_LEVEL
 
 SRC, DST = "src", "dst"
 

@@ -20,24 +20,24 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 
-from neardup_spark.version import __version__
+from neardup_spark import columns as C
+from neardup_spark.columns import TEXT_DIGEST
+from neardup_spark.config import Config, to_dict
+from neardup_spark.plan import Plan
+from neardup_spark.runtime.parallel import in_background
+from neardup_spark.runtime.session import CACHE_LEVEL
 from neardup_spark.stages import boilerplate
 from neardup_spark.stages import containment
-from neardup_spark import columns as C
 from neardup_spark.stages.banding import representatives
 from neardup_spark.stages.candidates import representative_pairs
 from neardup_spark.stages.components import connected_components
-from neardup_spark.config import Config, to_dict
-from neardup_spark.columns import TEXT_DIGEST
 from neardup_spark.stages.exact import exact_copies, exact_edges, text_digest
 from neardup_spark.stages.keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
-from neardup_spark.runtime.parallel import in_background
 from neardup_spark.stages.read import check_documents, documents, drop_bookkeeping, internal_id, spread
-from neardup_spark.runtime.session import CACHE_LEVEL
 from neardup_spark.stages.sketch import Stripping, sketch
-from neardup_spark.plan import Plan
 from neardup_spark.stages.verify import verify
 from neardup_spark.stages.write import keeper_rows
+from neardup_spark.version import __version__
 
 CLUSTER_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
 

@@ -22,10 +22,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
-from neardup_spark.kernels import simhash
 from neardup_spark.config import Config
-from neardup_spark.runtime.routing import route, shuffle_partitions
+from neardup_spark.kernels import simhash
 from neardup_spark.kernels.sets import pair_sizes, set_arrays
+from neardup_spark.runtime.routing import route, shuffle_partitions
 
 # Up to this many candidates are broadcast (and the sets they ask for, two
 # per pair at most), so the big side (every document's shingle set) is

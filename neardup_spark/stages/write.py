@@ -15,13 +15,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
-from neardup_spark.runtime import paths
 from neardup_spark.config import Config
 from neardup_spark.errors import NeardupError
+from neardup_spark.runtime import paths
 from neardup_spark.runtime.filestore import store_for
 from neardup_spark.runtime.parallel import run_all
-from neardup_spark.stages.read import CORRUPT
 from neardup_spark.runtime.storage import OWN_PREFIX, published, remove_leftovers, verify_written
+from neardup_spark.stages.read import CORRUPT
 
 if TYPE_CHECKING:  # pragma: no cover
     from neardup_spark.stages.pipeline import DedupResult

@@ -26,13 +26,13 @@ import pandas as pd
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from neardup_spark.stages import boilerplate
-from neardup_spark.kernels import hashing
 from neardup_spark import columns as C
 from neardup_spark.config import Config
-from neardup_spark.plan import resolve
 from neardup_spark.errors import InputError
+from neardup_spark.kernels import hashing
 from neardup_spark.kernels.lsh import candidate_probability, catching, s_star
+from neardup_spark.plan import resolve
+from neardup_spark.stages import boilerplate
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9}
 MIN_CATCH = 0.95  # P(candidate) the recommended (b, r) give pairs at the recommended threshold

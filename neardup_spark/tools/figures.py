@@ -15,9 +15,9 @@ import numpy as np
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
-from neardup_spark.tools.calibrate import random_pair_jaccards
 from neardup_spark.config import Config
 from neardup_spark.errors import NeardupError
+from neardup_spark.tools.calibrate import random_pair_jaccards
 
 if TYPE_CHECKING:  # pragma: no cover
     from neardup_spark.stages.pipeline import DedupResult
