@@ -15,7 +15,7 @@ from neardup_spark.version import __version__
 # the package: Spark's Python workers unpickle a UDF from one module and
 # should not pay for every stage, and the CLI imports it while the JVM starts.
 _LAZY = {"DedupResult", "deduplicate", "run", "options", "build_index", "append", "export", "calibrate",
-         "evaluate", "read"}
+         "evaluate", "read", "progress", "Report"}
 
 
 def __getattr__(name):
@@ -42,5 +42,7 @@ __all__ = [
     "calibrate",
     "evaluate",
     "read",
+    "progress",
+    "Report",
     "__version__",
 ]

@@ -16,7 +16,7 @@ cfg.output, cfg.index) in the SparkSession they are given; `deduplicate`,
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import Any, ContextManager, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -24,6 +24,9 @@ from neardup_spark.archive import nightly
 from neardup_spark.config import Config, ConfigError, require_io_paths
 from neardup_spark.plan import resolve
 from neardup_spark.runtime.paths import local_path
+from neardup_spark.runtime.progress import Progress, progress_to
+from neardup_spark.runtime.report import Report
+from neardup_spark.runtime.runner import Runner
 from neardup_spark.runtime.session import is_local_master, master_of
 from neardup_spark.runtime.storage import checkpoint_dir, probe_executor_writes
 from neardup_spark.stages import pipeline
@@ -35,8 +38,8 @@ from neardup_spark.tools import calibrate as _calibrate
 from neardup_spark.tools import evaluate as _evaluate
 from neardup_spark.tools import figures
 
-__all__ = ["DedupResult", "append", "build_index", "calibrate", "deduplicate", "evaluate", "export", "options",
-           "read", "run"]
+__all__ = ["DedupResult", "Report", "append", "build_index", "calibrate", "deduplicate", "evaluate", "export",
+           "options", "progress", "read", "run"]
 
 
 def options(
@@ -94,7 +97,7 @@ def read(spark: SparkSession, config: Config) -> DataFrame:
     return read_input(spark, config)
 
 
-def run(spark: SparkSession, cfg: Config) -> dict:
+def run(spark: SparkSession, cfg: Config) -> Report:
     """Read cfg.input, deduplicate, write cfg.output; returns the report.
 
     With index.append, the input is a batch checked against the archive
@@ -122,27 +125,33 @@ def run(spark: SparkSession, cfg: Config) -> dict:
     # is recomputed from them.
     with checkpoint_dir(spark, cfg, cfg.output.path):
         result = pipeline.deduplicate(raw, plan)
-        writing = pipeline.Stages(spark)
+        writing = Runner(spark)
         with writing.stage("write"):
             write_tables(spark, result, cfg.output.path, cfg.output.mode)
-    result.report["stage_seconds"]["write"] = writing.seconds["write"]
+    plots = None
     if cfg.output.plots:
         with writing.stage("plots"):
-            result.report["plots"] = figures.write_run_plots(result, cfg, local_path(cfg.output.path))
-        result.report["stage_seconds"]["plots"] = writing.seconds["plots"]
-    result.report["wall_seconds"] = round(time.perf_counter() - start, 3)
-    result.report["output"] = cfg.output.path
+            plots = figures.write_run_plots(result, cfg, local_path(cfg.output.path))
+    result.report = result.report.with_(stage_seconds=writing.seconds, plots=plots, output=cfg.output.path,
+                                        wall_seconds=round(time.perf_counter() - start, 3))
     write_report(result.report, cfg.output.path, spark)
     result.unpersist()
     return result.report
 
 
-def build_index(spark: SparkSession, cfg: Config, output: str | None = None) -> dict:
+def progress(stream=None, every: float = 30.0) -> ContextManager[Progress]:
+    """`with progress():` runs started inside print a line per stage to stderr (or `stream`)
+    as it starts and ends, with its time and row counts, and Spark's task counts while a long
+    stage runs (in place on a terminal, a line every `every` seconds elsewhere)."""
+    return progress_to(stream, every)
+
+
+def build_index(spark: SparkSession, cfg: Config, output: str | None = None) -> Report:
     """A new archive index at cfg.index.path from cfg.input (and, with `output`, a run's tables there)."""
     return nightly.build(spark, resolve(cfg), output)
 
 
-def append(spark: SparkSession, cfg: Config) -> dict:
+def append(spark: SparkSession, cfg: Config) -> Report:
     """cfg.input as tonight's batch: checked against the index at cfg.index.path, written to
     cfg.output.path and appended to the index in one commit."""
     return nightly.append(spark, resolve(cfg))

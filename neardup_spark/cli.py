@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
 from neardup_spark.config import Config, load_config, require_io_paths
 from neardup_spark.errors import NeardupError
+from neardup_spark.runtime.progress import current_progress, progress_to
 from neardup_spark.version import __version__
 
 SAMPLE = Path(__file__).parent / "data" / "sample.jsonl.gz"
@@ -70,6 +73,26 @@ def _add_param_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows", type=int, help="pin LSH rows per band (with --bands)")
 
 
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="print the report as one JSON object instead of a summary")
+    shown.add_argument("--quiet", action="store_true", help="print nothing but errors and warnings (no summary, "
+                                                            "no progress)")
+
+
+def _shown(args: argparse.Namespace):
+    """Progress lines on stderr while the command works, unless --quiet."""
+    return nullcontext() if getattr(args, "quiet", False) else progress_to(sys.stderr)
+
+
+def _print_report(args: argparse.Namespace, report) -> None:
+    """The summary (default), the report as JSON (--json), or nothing (--quiet)."""
+    if args.json:
+        print(report.to_json(), end="")
+    elif not args.quiet:
+        print(report.summary())
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="neardup", description="Near-duplicate documents on Spark.")
     parser.add_argument("--version", action="version", version=f"neardup-spark {__version__}")
@@ -93,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--replace", action="store_true", default=None,
                      help="an archived id with new text replaces the old text instead of failing (index.replace)")
     _add_spark_options(run)
-    run.add_argument("--quiet", action="store_true", help="print only the output path, not the report")
+    _add_output_options(run)
 
     cal = sub.add_parser("calibrate", help="set the threshold from your data: random pairs, or labelled pairs")
     _add_input_options(cal)
@@ -139,6 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--index", required=True, help="directory for the index (must not hold one)")
     build.add_argument("--output", help="also write the run's tables and report here")
     build.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    _add_output_options(build)
     _add_param_options(build)
     _add_shingle_options(build)
     _add_keeper_options(build)
@@ -153,7 +177,7 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run on the bundled 1,000-document sample (local preset): a first try")
     demo.add_argument("--output", required=True, help="output directory")
     demo.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    demo.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    _add_output_options(demo)
 
     sub.add_parser("job-file", help="print the path of the entry file for spark-submit")
 
@@ -278,9 +302,15 @@ def _in_session(cfg: Config, work, preload: str = ""):
     loader = threading.Thread(target=importlib.import_module, args=(preload,), daemon=True) if preload else None
     if loader is not None:
         loader.start()
+    shown = current_progress()
+    start = time.perf_counter()
+    if shown is not None:
+        shown.line("neardup: starting Spark ...")
     with owned_session(cfg.spark, size) as spark:
         if loader is not None:
             loader.join()
+        if shown is not None:
+            shown.line(f"neardup: Spark {spark.version} ready in {time.perf_counter() - start:.1f} s")
         return work(spark)
 
 
@@ -316,13 +346,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         return run(spark, cfg)
 
-    report = _in_session(cfg, work, preload="neardup_spark.api")
+    with _shown(args):
+        report = _in_session(cfg, work, preload="neardup_spark.api")
     for note in loud_advice(report):
         print(f"neardup: warning: {note}", file=sys.stderr)
-    if args.quiet:
-        print(cfg.output.path)
-    else:
-        print(json.dumps(report, indent=2, default=str))
+    _print_report(args, report)
     return 0
 
 
@@ -348,13 +376,15 @@ def _check_output(cfg: Config) -> None:
     check_output_free(cfg, planned_master(cfg.spark), may_exist=bool(cfg.index.append))
 
 
-def _jaccard_range(text: str) -> tuple[float, float]:
+def _jaccard_range(text: str, flag: str = "--range", low: float | None = None) -> tuple[float, float]:
+    """LO,HI with 0 < LO < HI <= 1 (or LO >= `low` when given)."""
     try:
         lo, hi = (float(v) for v in text.split(","))
     except ValueError:
-        raise NeardupError(f"--range takes LO,HI (e.g. 0.3,1.0); got {text!r}") from None
-    if not 0.0 < lo < hi <= 1.0:
-        raise NeardupError(f"--range needs 0 < LO < HI <= 1; got {text!r}")
+        raise NeardupError(f"{flag} takes LO,HI (e.g. 0.3,1.0); got {text!r}") from None
+    if not (lo > 0.0 if low is None else lo >= low) or not lo < hi <= 1.0:
+        bound = "0 < LO" if low is None else f"{low} <= LO"
+        raise NeardupError(f"{flag} needs {bound} < HI <= 1; got {text!r}")
     return lo, hi
 
 
@@ -382,10 +412,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             raise NeardupError("--sample-for-labelling needs --output FILE.csv")
         lo, hi = _jaccard_range(args.range)
         n = args.sample_for_labelling
-        frame = _in_session(
-            cfg, lambda spark: cal.labelling_sample(read_input(spark, cfg), cfg, n, lo, hi, seed=args.sample_seed,
-                                                    text_chars=args.text_chars)
-        )
+        with _shown(args):
+            frame = _in_session(
+                cfg, lambda spark: cal.labelling_sample(read_input(spark, cfg), cfg, n, lo, hi,
+                                                        seed=args.sample_seed, text_chars=args.text_chars)
+            )
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         frame.to_csv(args.output, index=False)
         summary = {"output": args.output, "pairs": len(frame), "per_stratum": cal.strata_summary(frame)}
@@ -395,10 +426,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         from neardup_spark.tools.plots import require_matplotlib
 
         require_matplotlib()
-    result = _in_session(
-        cfg, lambda spark: cal.calibrate(read_input(spark, cfg), cfg, pairs=args.pairs, seed=args.sample_seed,
-                                         margin=args.margin, floor=args.floor)
-    )
+    with _shown(args):
+        result = _in_session(
+            cfg, lambda spark: cal.calibrate(read_input(spark, cfg), cfg, pairs=args.pairs, seed=args.sample_seed,
+                                             margin=args.margin, floor=args.floor)
+        )
     report = result.report
     if args.plots:
         report["plots"] = [str(p) for p in cal.write_plots(result, args.plots)]
@@ -465,9 +497,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
     output = args.output
     if output:
         _check_output(cfg)
-    report = _in_session(cfg, lambda spark: api.build_index(spark, cfg, output))
-    print(json.dumps({"index": report["index"], "counts": report["counts"],
-                      "wall_seconds": report["wall_seconds"]}, indent=2))
+    with _shown(args):
+        report = _in_session(cfg, lambda spark: api.build_index(spark, cfg, output))
+    _print_report(args, report)
     return 0
 
 
@@ -482,18 +514,9 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     argv = ["run", "--input", str(SAMPLE), "--format", "jsonl", "--preset", "local", "--output", args.output,
-            "--metadata-cols", "source,published_at", *(["--overwrite"] if args.overwrite else [])]
-    if not args.json:
-        argv.append("--quiet")
-    rc = main(argv)
-    if rc == 0 and not args.json:
-        from neardup_spark.runtime.paths import local_path
-
-        report = json.loads(Path(local_path(args.output), "report.json").read_text())
-        counts = report["counts"]
-        print(f"{counts['documents']} documents -> {counts['clusters']} clusters, {counts['removed']} removed as "
-              f"duplicates; outputs and report.json in {args.output}")
-    return rc
+            "--metadata-cols", "source,published_at", *(["--overwrite"] if args.overwrite else []),
+            *(["--json"] if args.json else []), *(["--quiet"] if args.quiet else [])]
+    return main(argv)
 
 
 def _cmd_job_file(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ BUCKET = "bucket"
 BANDS = "bands"
 QUERIES = "queries"  # containment mode: the keys a document looks up (BANDS are the keys it is found by)
 NID = "_nid"
+ADOC = "_adoc"  # nightly append: an archived document's id
 DOC_A = "doc_a"
 DOC_B = "doc_b"
 JACCARD = "jaccard"

@@ -10,7 +10,7 @@
 # %%
 from pyspark.sql import SparkSession
 
-from neardup_spark import Config, deduplicate
+from neardup_spark import Config, deduplicate, progress
 from neardup_spark.cli import SAMPLE
 from neardup_spark.kernels.lsh import format_report, lsh_params
 
@@ -45,8 +45,9 @@ print(format_report(lsh_params(cfg), cfg.lsh.far_fraction, cfg.lsh.max_far_proba
 # COMMAND ----------
 # %%
 articles = spark.read.json(str(SAMPLE))
-result = deduplicate(articles, cfg)
-print(result.report["counts"])
+with progress():  # a line per stage while it runs
+    result = deduplicate(articles, cfg)
+print(result.report)  # the summary; result.report["counts"] holds the figures
 result.clusters.groupBy("status").count().orderBy("status").show()
 
 # COMMAND ----------

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,8 @@ def test_run_on_the_bundled_sample(spark, tmp_path, capsys):
     rc = cli.main(["run", "--input", SAMPLE, "--output", str(out), "--metadata-cols", "source,published_at",
                    "--keeper-rules", "earliest", *COMMON])
     assert rc == 0
-    assert capsys.readouterr().out.strip() == str(out)
+    shown = capsys.readouterr()
+    assert shown.out == "" and "neardup:" not in shown.err  # --quiet: errors and warnings only
     clusters = pd.read_parquet(out / "clusters")
     pairs = pd.read_parquet(out / "pairs")
     dedup = pd.read_parquet(out / "deduplicated")
@@ -79,8 +81,9 @@ def test_an_output_that_cannot_be_written_is_refused_before_spark_starts(tmp_pat
     argv = ["run", "--input", inp, "--format", "jsonl", "--output", str(tmp_path / output), "--overwrite",
             "--master", "local[1]"]
     assert cli.main(argv) == 2
-    err = capsys.readouterr().err
-    assert message in err and err.startswith("neardup: error:") and err.count("\n") == 1
+    *progress, last = capsys.readouterr().err.splitlines()
+    assert message in last and last.startswith("neardup: error:")  # one line, the last
+    assert all(line.startswith("neardup: ") and "error" not in line for line in progress)
 
 
 def test_existing_output_needs_overwrite(spark, tmp_path, capsys):
@@ -111,8 +114,9 @@ def test_bad_arguments_are_one_line_errors(spark, tmp_path, capsys, argv, messag
     if argv[0] == "run" and "--format" not in argv:
         argv += ["--format", "jsonl" if SAMPLE in argv else "parquet"]
     assert cli.main(argv) == 2
-    err = capsys.readouterr().err
-    assert message in err and err.startswith("neardup: error:") and err.count("\n") == 1
+    *progress, last = capsys.readouterr().err.splitlines()
+    assert message in last and last.startswith("neardup: error:")  # one line, the last
+    assert all(line.startswith("neardup: ") and "error" not in line for line in progress)
 
 
 def test_params_prints_choice_and_curve(capsys):
@@ -181,6 +185,37 @@ def test_table_input(spark, tmp_path, capsys):
                    "--shuffle-partitions", "4", "--quiet"])
     assert rc == 0
     assert len(pd.read_parquet(out / "clusters")) == 200
+
+
+STAGES = ("read", "sketch", "exact", "band_candidates", "verify", "components", "keepers", "write")
+
+
+def test_a_run_shows_progress_and_a_summary(spark, tmp_path, capsys):
+    out = tmp_path / "out"
+    rc = cli.main(["run", "--input", SAMPLE, "--output", str(out), "--format", "jsonl", "--shuffle-partitions", "4"])
+    assert rc == 0
+    shown = capsys.readouterr()
+    report = json.loads((out / "report.json").read_text())
+    lines = shown.out.splitlines()
+    assert 8 <= len(lines) <= 30
+    counts = report["counts"]
+    assert lines[0] == (f"neardup: {counts['documents']:,} documents -> {counts['clusters']:,} kept, "
+                        f"{counts['removed']:,} removed")
+    assert f"verified pairs        {counts['verified_pairs']:,}" in shown.out
+    assert "a pair at the threshold becomes a candidate with p = " in shown.out
+    assert str(out) in lines[-1]
+    for stage in STAGES:  # a line as each stage starts and as it ends, with its time
+        assert f"neardup: {stage} ...\n" in shown.err
+        assert re.search(rf"^neardup: {stage} done in [0-9.]+ s", shown.err, re.M), stage
+    assert f"(exact duplicates {counts['exact_duplicates']:,})" in shown.err
+
+
+def test_json_prints_the_report_json(spark, tmp_path, capsys):
+    out = tmp_path / "out"
+    rc = cli.main(["run", "--input", SAMPLE, "--output", str(out), "--format", "jsonl", "--shuffle-partitions", "4",
+                   "--json"])
+    assert rc == 0
+    assert json.loads(capsys.readouterr().out) == json.loads((out / "report.json").read_text())
 
 
 def test_library_call_under_spark_connect(spark, tmp_path):

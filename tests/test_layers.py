@@ -137,3 +137,27 @@ def test_an_upward_import_is_caught(monkeypatch):
 
     monkeypatch.setattr(Path, "read_text", read)
     assert any("kernels/hashing.py:2" in v for v in violations())
+
+
+# The match chain's stage functions: a second caller besides the chain would be a second pipeline.
+CHAIN_ONLY = {
+    "neardup_spark.stages.exact": {"exact_copies", "exact_edges"},
+    "neardup_spark.stages.banding": {"representatives"},
+    "neardup_spark.stages.candidates": {"candidate_pairs", "representative_pairs"},
+    "neardup_spark.stages.verify": {"verify"},
+    "neardup_spark.stages.sketch": {"sketch"},
+}
+
+
+def test_the_nightly_append_runs_the_pipelines_chain():
+    # Rule 2 of docs/architecture.md: the append calls `pipeline.match` (with its archive as
+    # an extra side), it does not chain exact -> candidates -> verify again itself.
+    outside = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.parent.name == "stages" or path.name == "worker_daemon.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in CHAIN_ONLY:
+                names = {a.name for a in node.names} & CHAIN_ONLY[node.module]
+                outside += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {n}" for n in sorted(names)]
+    assert outside == []

@@ -272,7 +272,8 @@ def test_a_run_killed_between_stages_leaves_a_readable_index(spark, batches, tmp
 def test_cli_index_build_and_export(spark, batches, tmp_path, capsys):
     work, rows, paths = batches
     index = str(tmp_path / "index")
-    assert cli.main(["index", "build", "--input", paths[0], "--format", "jsonl", "--index", index, *SPARK]) == 0
+    assert cli.main(["index", "build", "--input", paths[0], "--format", "jsonl", "--index", index, "--json",
+                     *SPARK]) == 0
     assert json.loads(capsys.readouterr().out)["index"]["version"] == 1
     assert cli.main(["index", "build", "--input", paths[0], "--format", "jsonl", "--index", index, *SPARK]) == 2
     assert "already exists" in capsys.readouterr().err

@@ -58,21 +58,22 @@ from neardup_spark.runtime.storage import (
     remove_leftovers,
     verify_written,
 )
-from neardup_spark.stages.candidates import candidate_pairs
 from neardup_spark.stages.components import check_backend, connected_components, driver_components
-from neardup_spark.stages.exact import exact_copies, exact_edges, text_digest
+from neardup_spark.stages.exact import text_digest
 from neardup_spark.stages.keepers import TEXT_LEN, keeper_columns, ranked
+from neardup_spark.runtime.report import Report
+from neardup_spark.runtime.runner import Runner
 from neardup_spark.stages.pipeline import (
     CLUSTER_COLUMNS,
-    Stages,
+    Matches,
     checked_documents,
     deduplicate,
+    match,
     sketched,
     with_doc_ids,
 )
 from neardup_spark.stages.read import read_input
 from neardup_spark.stages.sketch import Stripping
-from neardup_spark.stages.verify import verify
 from neardup_spark.stages.write import (
     check_paths,
     copy_tables,
@@ -85,7 +86,7 @@ from neardup_spark.stages.write import (
     writer_mode,
 )
 
-_ADOC = "_adoc"  # an archived document's id
+_ADOC = C.ADOC  # an archived document's id
 _CNODE = "_cnode"  # an archived cluster's node in the batch graph (negative)
 _BATCH = "_from_batch"
 IN_BATCH = "in_batch"  # append output: False for an archived document whose assignment changed
@@ -103,18 +104,6 @@ def _doc_columns(plan: Plan) -> list[str]:
             *keeper_columns(plan.keeper)]
 
 
-def _cut(df: DataFrame) -> DataFrame:
-    """Materialise df and cut its lineage (a local checkpoint): the batch's frames are small,
-    and each is read several times by plans that would otherwise nest every earlier one."""
-    return df.localCheckpoint(eager=True)
-
-
-def _cut_count(df: DataFrame) -> tuple[DataFrame, int]:
-    """`_cut` and the row count in one job: the count computes the lazily checkpointed rows."""
-    cut = df.localCheckpoint(eager=False)
-    return cut, cut.count()
-
-
 def _maybe_broadcast(df: DataFrame, rows: int) -> DataFrame:
     return F.broadcast(df) if rows <= BROADCAST_ROWS else df
 
@@ -124,17 +113,53 @@ class Matched:
     """What `_match` found for a batch, and what the later phases of an append read."""
 
     table: DataFrame  # the new documents' sketch table (internal ids)
-    edges: DataFrame  # verified pairs and exact copies, within the batch and to met archived documents
-    met: DataFrame  # archived documents met (_adoc, their negative internal _nid)
-    banded: DataFrame  # the new representatives' (_nid, bucket) rows, appended to the index's bands
+    found: Matches  # within the batch and against the archive (met: archived documents, negative _nid)
     already: DataFrame  # batch ids already in the index with the same text
     removal: DataFrame | None = None  # re-clustered assignments after replaced documents (see `_remove`)
+
+    @property
+    def edges(self) -> DataFrame:  # verified pairs and exact copies, within the batch and to met archived documents
+        return self.found.edges
+
+    @property
+    def met(self) -> DataFrame:  # archived documents met (_adoc, their negative internal _nid)
+        return self.found.met
+
+    @property
+    def banded(self) -> DataFrame:  # the new representatives' (_nid, bucket) rows, appended to the index's bands
+        return self.found.banded
+
+
+class _ArchiveSide:
+    """The index as `match`'s extra candidate source and verification side (`pipeline.Archive`)."""
+
+    def __init__(self, spark: SparkSession, idx: ix.Index, run: Runner, batch_rows: int):
+        self.spark, self.idx, self.run, self.batch_rows = spark, idx, run, batch_rows
+
+    def exact(self, hashes: DataFrame) -> DataFrame:
+        arch = self.idx.docs(self.spark).where(~F.col(C.IS_EMPTY)).select(F.col(C.DOC_ID).alias(_ADOC), C.EXACT_HASH)
+        # Each batch representative with an archived copy points at the smallest archived id of that text.
+        return arch.join(_maybe_broadcast(hashes, self.batch_rows), C.EXACT_HASH).groupBy(C.NID).agg(
+            F.min(_ADOC).alias(_ADOC))
+
+    def hits(self, banded: DataFrame, rows: int, limit: int) -> DataFrame:
+        hits = self.idx.bands(self.spark).withColumnRenamed(C.DOC_ID, _ADOC).join(_maybe_broadcast(banded, rows), C.BUCKET)
+        first = Window.partitionBy(C.NID, C.BUCKET).orderBy(_ADOC)
+        return hits.withColumn("_r", F.row_number().over(first)).where(F.col("_r") <= limit).select(
+            C.NID, _ADOC).distinct()
+
+    def sets(self, met: DataFrame, rows: int, columns: list[str]) -> DataFrame:
+        # Kept: verification reads the sets twice (both ends of a pair), and an uncut plan
+        # would scan every archived set (the index's largest column) twice.
+        arch = self.idx.docs(self.spark).select(F.col(C.DOC_ID).alias(_ADOC), C.SHINGLES, *columns)
+        return self.run.keep(arch.join(_maybe_broadcast(met, rows), _ADOC), now=True).select(
+            C.NID, C.SHINGLES, *columns)
 
 
 # -- build ------------------------------------------------------------------------------------------------------
 
 
-def build(spark: SparkSession, plan: Plan, output: str | None = None) -> dict:
+def build(spark: SparkSession, plan: Plan, output: str | None = None) -> Report:
     """Run the pipeline over the archive (cfg.input) and write its index at cfg.index.path.
 
     With `output`, the run's tables and report are written there too.
@@ -152,15 +177,15 @@ def build(spark: SparkSession, plan: Plan, output: str | None = None) -> dict:
         return _write_build(spark, plan, store, output, result, start)
 
 
-def _write_build(spark: SparkSession, plan: Plan, store, output: str | None, result, start: float) -> dict:
+def _write_build(spark: SparkSession, plan: Plan, store, output: str | None, result, start: float) -> Report:
     cfg = plan.cfg
     try:
         table = result.sketched
         banded = table.where(~F.col(C.IS_EMPTY)).join(result.copies.select(C.NID), C.NID, "left_anti")
         bands = banded.select(F.explode(C.BANDS).alias(C.BUCKET), C.DOC_ID)
         part = ix.new_part_name(1)
-        stages = Stages(spark)
-        with stages.stage("write_index"):
+        run = Runner(spark)
+        with run.stage("write_index"):
             keys = None
             if result.boilerplate is not None:
                 keys = result.boilerplate.select(F.col("line_key"))
@@ -172,10 +197,9 @@ def _write_build(spark: SparkSession, plan: Plan, store, output: str | None, res
             manifest["batches"] = {}
             kill_point("before_manifest")
             ix.commit(store, manifest, expected_version=0)
-        report = result.report
-        report["stage_seconds"].update(stages.seconds)
-        report["index"] = {"path": cfg.index.path, "version": manifest["version"], "part": part}
-        report["wall_seconds"] = round(time.perf_counter() - start, 3)
+        report = result.report.with_(stage_seconds=run.seconds,
+                                     index={"path": cfg.index.path, "version": manifest["version"], "part": part},
+                                     wall_seconds=round(time.perf_counter() - start, 3))
         if output:
             write_report(report, output, spark)
         return report
@@ -197,7 +221,7 @@ def export(spark: SparkSession, index_path: str, output: str, mode: str = "error
 # -- append -----------------------------------------------------------------------------------------------------
 
 
-def append(spark: SparkSession, plan: Plan) -> dict:
+def append(spark: SparkSession, plan: Plan) -> Report:
     """Check cfg.input (today's batch) against the index and itself, write cfg.output, append the batch."""
     cfg = plan.cfg
     require_io_paths(cfg)
@@ -219,36 +243,38 @@ def _probe(spark: SparkSession, index_path: str, output: str | None) -> None:
             probe_executor_writes(spark, output)
 
 
-def _append(spark: SparkSession, plan: Plan, idx: ix.Index, start: float) -> dict:
+def _append(spark: SparkSession, plan: Plan, idx: ix.Index, start: float) -> Report:
     cfg = plan.cfg
-    st = Stages(spark)
-    counts: dict[str, int] = {}
+    # The batch's frames are small, and each is read several times by plans that would
+    # otherwise nest every earlier one: boundaries cut their lineage.
+    run = Runner(spark, cut=True)
+    counts = run.counts
     raw = read_input(spark, cfg)
-    docs = st.keep(checked_documents(raw, cfg, st, counts).withColumn(ix.TEXT_DIGEST, text_digest(F.col(C.TEXT))))
+    docs = run.keep(checked_documents(raw, cfg, run).withColumn(ix.TEXT_DIGEST, text_digest(F.col(C.TEXT))))
     try:
-        with st.stage("lookup"):
+        with run.stage("lookup"):
             # Two small independent jobs, run at once: each waits on scheduling more than it works.
             known: dict[str, int] = {}
-            checking = started(lambda: _check_ids(spark, cfg, idx, docs, counts["documents"], known, st), spark)
+            checking = started(lambda: _check_ids(spark, cfg, idx, docs, counts["documents"], known, run), spark)
             fingerprint = ix.batch_fingerprint(docs)
             stored = idx.batch_part(fingerprint)
             _output_free(spark, cfg, fingerprint if stored is not None else None)
             if stored is not None:
                 wait([checking])  # its verdict and figures do not matter for a batch applied before
-                return _replay(spark, cfg, idx, stored, fingerprint, counts, start)
+                return _replay(spark, cfg, idx, stored, fingerprint, run, start)
             archived, changed = checking.result()
             counts.update(known)
         removal = None
         if changed is not None:
-            with st.stage("replace"):
-                idx, removal = _remove(spark, plan, idx, changed, st, counts)
+            with run.stage("replace"):
+                idx, removal = _remove(spark, plan, idx, changed, run)
         kill_point("after_lookup")
-        result = _match(spark, plan, idx, docs, archived, st, counts)
+        result = _match(spark, plan, idx, docs, archived, run)
         result = dataclasses.replace(result, removal=removal)
         kill_point("after_match")
-        return _write(spark, plan, idx, fingerprint, result, st, counts, start)
+        return _write(spark, plan, idx, fingerprint, result, run, start)
     finally:
-        st.release()
+        run.release()
 
 
 def _output_free(spark, cfg: Config, replaying: str | None) -> None:
@@ -280,21 +306,21 @@ def _copy_output(spark, idx: ix.Index, part: str, cfg: Config, replace: bool = F
             run_all(parquet_writes(stored, root.rstrip("/"), mode), session=spark)
 
 
-def _replay(spark, cfg: Config, idx: ix.Index, part: str, fingerprint: str, counts: dict, start: float) -> dict:
+def _replay(spark, cfg: Config, idx: ix.Index, part: str, fingerprint: str, run: Runner, start: float) -> Report:
     """This batch was applied before: write the output that run wrote, change nothing."""
     _copy_output(spark, idx, part, cfg, replace=True)  # `_output_free` allowed it
-    report = {
-        "mode": "append",
-        "replayed": True,
-        "counts": counts,
-        "index": {"path": cfg.index.path, "version": idx.manifest["version"], "part": part, "batch": fingerprint},
-        "wall_seconds": round(time.perf_counter() - start, 3),
-    }
+    report = run.report(
+        mode="append",
+        replayed=True,
+        index={"path": cfg.index.path, "version": idx.manifest["version"], "part": part, "batch": fingerprint},
+        wall_seconds=round(time.perf_counter() - start, 3),
+        output=cfg.output.path,
+    )
     write_report(report, cfg.output.path, spark)
     return report
 
 
-def _check_ids(spark, cfg: Config, idx: ix.Index, docs: DataFrame, documents: int, counts: dict, st: Stages):
+def _check_ids(spark, cfg: Config, idx: ix.Index, docs: DataFrame, documents: int, counts: dict, run: Runner):
     """(the batch's documents already archived with the same text, those archived with other
     text or None): doc_id frames. Other text is an error unless index.replace."""
     arch = idx.docs(spark).select(C.DOC_ID, F.col(ix.TEXT_DIGEST).alias("_old"))
@@ -303,7 +329,7 @@ def _check_ids(spark, cfg: Config, idx: ix.Index, docs: DataFrame, documents: in
         raise InputError(f"the batch's ids are {want} but the index's are {have}; use the same id column type")
     ids = docs.select(C.DOC_ID, ix.TEXT_DIGEST)
     known = arch.join(_maybe_broadcast(ids, documents), C.DOC_ID)
-    known = st.keep(known)
+    known = run.keep(known)
     row = known.agg(
         F.count(F.lit(1)).alias("n"), F.sum((F.col("_old") != F.col(ix.TEXT_DIGEST)).cast("long")).alias("changed")
     ).first()
@@ -321,7 +347,7 @@ def _check_ids(spark, cfg: Config, idx: ix.Index, docs: DataFrame, documents: in
     return known.where(~differs).select(C.DOC_ID), changed
 
 
-def _remove(spark, plan: Plan, idx: ix.Index, changed: DataFrame, st: Stages, counts: dict):
+def _remove(spark, plan: Plan, idx: ix.Index, changed: DataFrame, run: Runner):
     """Take the old versions of replaced documents out of the archive, uncommitted.
 
     Writes a removal part: their ids (earlier rows of them stop counting) and
@@ -330,13 +356,13 @@ def _remove(spark, plan: Plan, idx: ix.Index, changed: DataFrame, st: Stages, co
     replaced document splits). Returns the index with that part as its
     newest, and the changed assignments."""
     with_old = idx.assignments_of(spark, changed)
-    clusters = _cut(with_old.select(C.CLUSTER_ID).distinct())
-    rest = _cut(idx.members_of(spark, clusters).join(changed, C.DOC_ID, "left_anti")
-                .withColumn(C.NID, F.monotonically_increasing_id()))
+    clusters = run.keep(with_old.select(C.CLUSTER_ID).distinct(), now=True)
+    rest = run.keep(idx.members_of(spark, clusters).join(changed, C.DOC_ID, "left_anti")
+                    .withColumn(C.NID, F.monotonically_increasing_id()), now=True)
     stored = idx.pairs(spark)
     if stored is None:  # pragma: no cover - every part of this format stores its pairs
         raise ix.IndexError_("this index stores no pairs to re-cluster from; rebuild it to replace documents")
-    copies, heirs = _copies_and_heirs(spark, idx, rest, changed)
+    copies, heirs = _copies_and_heirs(spark, idx, rest, changed, run)
     stored = _inherit(_inherit(stored, heirs, C.DOC_A), heirs, C.DOC_B)
     ida = rest.select(F.col(C.DOC_ID).alias(C.DOC_A), F.col(C.NID).alias("_na"))
     idb = rest.select(F.col(C.DOC_ID).alias(C.DOC_B), F.col(C.NID).alias("_nb"))
@@ -355,14 +381,14 @@ def _remove(spark, plan: Plan, idx: ix.Index, changed: DataFrame, st: Stages, co
         return F.coalesce(naming, F.min(C.DOC_ID).over(comp))
 
     decided = ranked(view, plan.keeper, "_comp", named, sticky)
-    changes = _cut(_changed_only(decided, rest))
-    counts["replaced_clusters_recomputed"] = clusters.count()
+    changes = run.keep(_changed_only(decided, rest), now=True)
+    run.counts["replaced_clusters_recomputed"] = clusters.count()
     part = ix.new_part_name(idx.manifest["version"] + 1)
     ix.write_part(f"{idx.path}/parts/{part}", None, None, changes, removed=changed)
     return idx.with_part(part), changes
 
 
-def _copies_and_heirs(spark, idx: ix.Index, rest: DataFrame, changed: DataFrame):
+def _copies_and_heirs(spark, idx: ix.Index, rest: DataFrame, changed: DataFrame, run: Runner):
     """(exact edges among the remaining members, heirs(_gone, _heir)).
 
     The stored pairs name each text by one representative: its exact copies hang off it by
@@ -371,7 +397,7 @@ def _copies_and_heirs(spark, idx: ix.Index, rest: DataFrame, changed: DataFrame)
     pass to that copy, which has the same text and so the same Jaccard: as a full run
     over the final texts would find them."""
     docs = idx.docs(spark).where(~F.col(C.IS_EMPTY)).select(C.DOC_ID, C.EXACT_HASH)
-    hashed = _cut(rest.select(C.DOC_ID, C.NID).join(docs, C.DOC_ID))
+    hashed = run.keep(rest.select(C.DOC_ID, C.NID).join(docs, C.DOC_ID), now=True)
     first = hashed.groupBy(C.EXACT_HASH).agg(F.min(F.struct(C.DOC_ID, C.NID)).alias("_first"))
     copies = hashed.join(first, C.EXACT_HASH).where(F.col(C.DOC_ID) != F.col(f"_first.{C.DOC_ID}")).select(
         F.col(f"_first.{C.NID}").alias(C.DOC_A), F.col(C.NID).alias(C.DOC_B))
@@ -395,87 +421,41 @@ def _changed_only(decided: DataFrame, before: DataFrame) -> DataFrame:
     return decided.join(was, C.DOC_ID, "left").where(~same).select(*CLUSTER_COLUMNS)
 
 
-def _match(spark, plan: Plan, idx: ix.Index, docs: DataFrame, archived: DataFrame, st: Stages,
-           counts: dict) -> Matched:
-    """Sketch the new documents, find and verify their pairs within the batch and against the archive."""
-    cfg, limit = plan.cfg, plan.matcher.bucket_limit
+def _match(spark, plan: Plan, idx: ix.Index, docs: DataFrame, archived: DataFrame, run: Runner) -> Matched:
+    """Sketch the new documents, find and verify their pairs within the batch and against the archive:
+    the chain of a full run (`pipeline.match`), with the archive as an extra side."""
+    cfg, counts = plan.cfg, run.counts
     new = docs.join(F.broadcast(archived), C.DOC_ID, "left_anti") if counts["already_indexed"] else docs
     counts["new_documents"] = counts["documents"] - counts["already_indexed"]
     keys = idx.boilerplate_keys(spark) if cfg.boilerplate.enabled else None
     strip = Stripping(keys, cfg.boilerplate.unit) if keys is not None else None
-    table, _ = sketched(new, plan, st, counts, strip, digest=True,
-                        expected=counts["new_documents"])
-    arch_docs = idx.docs(spark)
-
-    with st.stage("exact"):
-        copies = st.keep(exact_copies(table))
-        counts["exact_duplicates"] = copies.count()
-        reps = table.where(~F.col(C.IS_EMPTY)).join(copies.select(C.NID), C.NID, "left_anti")
-        hashes = reps.select(C.NID, C.EXACT_HASH)
-        in_archive = arch_docs.where(~F.col(C.IS_EMPTY)).select(F.col(C.DOC_ID).alias(_ADOC), C.EXACT_HASH)
-        # Each batch representative with an archived copy points at the smallest archived id of that text.
-        exact_arch, counts["exact_archive_matches"] = _cut_count(
-            in_archive.join(_maybe_broadcast(hashes, counts["new_documents"]), C.EXACT_HASH)
-            .groupBy(C.NID).agg(F.min(_ADOC).alias(_ADOC))
-        )
-
-    with st.stage("band_candidates"):
-        banded, n_band_rows = _cut_count(
-            reps.join(exact_arch.select(C.NID), C.NID, "left_anti").select(C.NID, F.explode(C.BANDS).alias(C.BUCKET))
-        )
-        within = candidate_pairs(banded, limit)
-        hits = idx.bands(spark).withColumnRenamed(C.DOC_ID, _ADOC).join(
-            _maybe_broadcast(banded, n_band_rows), C.BUCKET
-        )
-        first = Window.partitionBy(C.NID, C.BUCKET).orderBy(_ADOC)
-        against = hits.withColumn("_r", F.row_number().over(first)).where(F.col("_r") <= limit)
-        against = _cut(against.select(C.NID, _ADOC).distinct())
-        # Archived documents met by this batch get negative internal ids for the batch's graph.
-        met = against.select(_ADOC).unionByName(exact_arch.select(_ADOC)).distinct()
-        met, counts["archived_documents_met"] = _cut_count(met.withColumn(C.NID, -1 - F.monotonically_increasing_id()))
-        across = against.join(met.select(_ADOC, F.col(C.NID).alias(C.DOC_A)), _ADOC).select(
-            C.DOC_A, F.col(C.NID).alias(C.DOC_B)
-        )
-        cands, counts["candidate_pairs"] = _cut_count(within.unionByName(across))
-
-    with st.stage("verify"):
-        prints = _fingerprint_columns(plan)
-        # Cut here: verification reads the sets twice (both ends of a pair), and an uncut
-        # plan would scan every archived set (the index's largest column) twice.
-        arch_sets = _cut(arch_docs.select(F.col(C.DOC_ID).alias(_ADOC), C.SHINGLES, *prints).join(
-            _maybe_broadcast(met, counts["archived_documents_met"]), _ADOC
-        ))
-        shingled = table.select(C.NID, C.SHINGLES, *prints).unionByName(arch_sets.select(C.NID, C.SHINGLES, *prints))
-        near, counts["verified_pairs"] = _cut_count(verify(cands, cfg, shingled, counts["candidate_pairs"]))
-        to_archive = exact_arch.join(met.select(_ADOC, F.col(C.NID).alias("_anid")), _ADOC).select(
-            F.col("_anid").alias(C.EXACT_REP), C.NID
-        )
-        edges = near.unionByName(exact_edges(copies)).unionByName(exact_edges(to_archive))
-    return Matched(table, edges, met, banded, archived)
+    table, _ = sketched(new, plan, run, strip, digest=True, expected=counts["new_documents"])
+    found = match(table, plan, run, archive=_ArchiveSide(spark, idx, run, counts["new_documents"]))
+    return Matched(table, found, archived)
 
 
-def _archived_members(spark, idx: ix.Index, met: DataFrame, st: Stages, counts: dict):
+def _archived_members(spark, idx: ix.Index, met: DataFrame, run: Runner):
     """(current assignment of the met archived docs, every current member of their clusters)."""
     current = idx.assignments_of(spark, met.select(F.col(_ADOC).alias(C.DOC_ID)))
-    met_assign = _cut(met.join(current.withColumnRenamed(C.DOC_ID, _ADOC), _ADOC))
-    touched, counts["archived_clusters_touched"] = _cut_count(met_assign.select(C.CLUSTER_ID).distinct())
-    members = _cut(idx.members_of(spark, touched))
+    met_assign = run.keep(met.join(current.withColumnRenamed(C.DOC_ID, _ADOC), _ADOC), now=True)
+    touched, _ = run.counted(met_assign.select(C.CLUSTER_ID).distinct(), "archived_clusters_touched")
+    members = run.keep(idx.members_of(spark, touched), now=True)
     return met_assign, touched, members
 
 
-def _assign(spark, plan: Plan, idx: ix.Index, found: Matched, st: Stages, counts: dict, work: dict) -> DataFrame:
+def _assign(spark, plan: Plan, idx: ix.Index, found: Matched, run: Runner) -> DataFrame:
     """New assignments: the batch's new documents and every member of a touched archived cluster."""
-    table = found.table
-    with st.stage("components"):
+    table, counts = found.table, run.counts
+    with run.stage("components"):
         # Every edge is a verified pair or an exact copy (of a batch or an archived text).
         most = counts["verified_pairs"] + counts["exact_duplicates"] + counts["exact_archive_matches"]
         limit = plan.cfg.cluster.driver_max_edges
         if limit and most <= limit:
-            comps, arch_comp, members = _components_on_driver(spark, idx, found, counts, work)
+            comps, arch_comp, members = _components_on_driver(spark, idx, found, run)
         else:
-            comps, arch_comp, members = _components_in_spark(spark, plan.cfg, idx, found, st, counts, work)
+            comps, arch_comp, members = _components_in_spark(spark, plan.cfg, idx, found, run)
 
-    with st.stage("keepers"):
+    with run.stage("keepers"):
         # Every document whose assignment may change: batch documents (in a component or alone)
         # and the members of touched archived clusters; `_comp` names its component.
         batch = table.join(comps, C.NID, "left").select(
@@ -491,24 +471,24 @@ def _assign(spark, plan: Plan, idx: ix.Index, found: Matched, st: Stages, counts
         return _decide(everyone, plan, members)
 
 
-def _components_in_spark(spark, cfg: Config, idx: ix.Index, found: Matched, st: Stages, counts: dict, work: dict):
+def _components_in_spark(spark, cfg: Config, idx: ix.Index, found: Matched, run: Runner):
     """(comps(_nid, _comp) of batch documents, arch_comp(cluster_id, _comp), members): the
     batch graph, with each touched archived cluster as one node, solved by the backend."""
     edges, met = found.edges, found.met
-    met_assign, touched, members = _archived_members(spark, idx, met, st, counts)
-    nodes = _cut(touched.withColumn(_CNODE, -1 - F.monotonically_increasing_id()))
+    met_assign, touched, members = _archived_members(spark, idx, met, run)
+    nodes = run.keep(touched.withColumn(_CNODE, -1 - F.monotonically_increasing_id()), now=True)
     node_of = met_assign.join(nodes, C.CLUSTER_ID).select(C.NID, _CNODE)
     a = edges.join(node_of.withColumnRenamed(C.NID, C.DOC_A), C.DOC_A, "left")
     a = a.select(F.coalesce(_CNODE, C.DOC_A).alias(C.DOC_A), C.DOC_B)
     b = a.join(node_of.withColumnRenamed(C.NID, C.DOC_B), C.DOC_B, "left")
     graph = b.select(C.DOC_A, F.coalesce(_CNODE, C.DOC_B).alias(C.DOC_B))
-    comps = _cut(connected_components(graph, cfg, work))
+    comps = run.keep(connected_components(graph, cfg, run.work), now=True)
     labels = comps.select(F.col(C.DOC_ID).alias(_CNODE), F.col(C.CLUSTER_ID).alias("_comp"))
     arch_comp = nodes.join(labels, _CNODE).select(C.CLUSTER_ID, "_comp")
     return comps.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias("_comp")), arch_comp, members
 
 
-def _components_on_driver(spark, idx: ix.Index, found: Matched, counts: dict, work: dict):
+def _components_on_driver(spark, idx: ix.Index, found: Matched, run: Runner):
     """`_components_in_spark` for a batch graph small enough for the driver (at most
     cluster.driver_max_edges edges): the edges and the met documents' clusters are
     collected, relabelled and solved in numpy (`driver_components`) in two jobs
@@ -519,7 +499,7 @@ def _components_on_driver(spark, idx: ix.Index, found: Matched, counts: dict, wo
     met_pd = met_assign.toPandas()
     pairs = edges.select(C.DOC_A, C.DOC_B).toPandas()
     touched, cluster_of_met = np.unique(met_pd[C.CLUSTER_ID].to_numpy(), return_inverse=True)
-    counts["archived_clusters_touched"] = int(touched.size)
+    run.counts["archived_clusters_touched"] = int(touched.size)
     src, dst = pairs[C.DOC_A].to_numpy(np.int64), pairs[C.DOC_B].to_numpy(np.int64)
     met_nids = met_pd[C.NID].to_numpy(np.int64)
     # Cluster nodes below every id in the graph: no collision with a batch or met id.
@@ -529,7 +509,7 @@ def _components_on_driver(spark, idx: ix.Index, found: Matched, counts: dict, wo
     a, b = _relabel(src, met_nids, node_of_met), _relabel(dst, met_nids, node_of_met)
     keep = a != b
     nodes, labels = driver_components(a[keep], b[keep])
-    work["components_rounds"], work["components_on_driver"] = 0, 1
+    run.work["components_rounds"], run.work["components_on_driver"] = 0, 1
     batch = nodes >= 0
     comps = pd.DataFrame({C.NID: nodes[batch], "_comp": labels[batch]})
     linked = np.isin(cluster_node, nodes)  # clusters reached by a verified edge
@@ -540,7 +520,7 @@ def _components_on_driver(spark, idx: ix.Index, found: Matched, counts: dict, wo
                                                         StructField("_comp", LongType(), False)]))
     arch_df = spark.createDataFrame(arch, StructType([StructField(C.CLUSTER_ID, kind, False),
                                                       StructField("_comp", LongType(), False)]))
-    members = _cut(idx.members_of(spark, F.broadcast(arch_df.select(C.CLUSTER_ID))))
+    members = run.keep(idx.members_of(spark, F.broadcast(arch_df.select(C.CLUSTER_ID))), now=True)
     return comps_df, arch_df, members
 
 
@@ -596,11 +576,9 @@ def _batch_clusters(spark, idx: ix.Index, assigned: DataFrame, found: Matched, a
     return rows.unionByName(again)
 
 
-def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, st: Stages, counts: dict,
-           start: float) -> dict:
-    cfg = plan.cfg
-    work: dict[str, int] = {}
-    assigned = _cut(_assign(spark, plan, idx, found, st, counts, work))
+def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, run: Runner, start: float) -> Report:
+    cfg, counts = plan.cfg, run.counts
+    assigned = run.keep(_assign(spark, plan, idx, found, run), now=True)
     row = assigned.agg(
         F.sum((~F.col("_archived")).cast("long")).alias("batch"), F.sum(F.col("_archived").cast("long")).alias("arch")
     ).first()
@@ -615,7 +593,7 @@ def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, s
     version = idx.manifest["version"]
     part = ix.new_part_name(version + 1)
     part_dir = idx.part_path(part)
-    with st.stage("write"):
+    with run.stage("write"):
         new_bands = found.banded.join(table.select(C.NID, C.DOC_ID), C.NID).select(C.BUCKET, C.DOC_ID)
         ix.write_part(part_dir, table.select(*_doc_columns(plan)), new_bands, assigned,
                       outputs={"clusters": clusters, "pairs": pairs}, parallel=True)
@@ -624,18 +602,16 @@ def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, s
         ix.commit(idx.store, manifest, expected_version=version)
         kill_point("after_manifest")
         _copy_output(spark, idx, part, cfg)
-    report = {
-        "mode": "append",
-        "replayed": False,
-        "lsh": plan.lsh.as_dict(),
-        "counts": counts,
-        "work": work,
-        "stage_seconds": st.seconds,
-        "config": to_dict(cfg),
-        "index": {"path": cfg.index.path, "version": manifest["version"], "part": part, "batch": fingerprint,
-                  "documents": manifest["documents"]},
-        "wall_seconds": round(time.perf_counter() - start, 3),
-    }
+    report = run.report(
+        mode="append",
+        replayed=False,
+        lsh=plan.lsh.as_dict(),
+        config=to_dict(cfg),
+        index={"path": cfg.index.path, "version": manifest["version"], "part": part, "batch": fingerprint,
+               "documents": manifest["documents"]},
+        wall_seconds=round(time.perf_counter() - start, 3),
+        output=cfg.output.path,
+    )
     write_report(report, cfg.output.path, spark)
     return report
 

@@ -20,8 +20,9 @@ BROADCAST_COPIES = 20_000_000
 
 
 def representatives(table: DataFrame, copies: DataFrame, n_copies: int) -> DataFrame:
-    """table(_nid, bands, is_empty) minus empty texts and copies(_nid) -> (_nid, bands)."""
-    reps = table.where(~F.col(C.IS_EMPTY)).select(C.NID, C.BANDS)
+    """table(_nid, exact_hash, bands, is_empty) minus empty texts and copies(_nid)
+    -> (_nid, exact_hash, bands)."""
+    reps = table.where(~F.col(C.IS_EMPTY)).select(C.NID, C.EXACT_HASH, C.BANDS)
     if n_copies:
         drop = copies.select(C.NID)
         reps = reps.join(F.broadcast(drop) if n_copies <= BROADCAST_COPIES else drop, C.NID, "left_anti")

@@ -32,7 +32,7 @@ from neardup_spark import columns as C
 from neardup_spark.config import Config
 from neardup_spark.errors import BackendError, ConvergenceError, one_line
 from neardup_spark.kernels.graph import driver_components
-from neardup_spark.runtime.session import CACHE_LEVEL
+from neardup_spark.runtime.runner import KEEP, materialise
 
 SRC, DST = "src", "dst"
 
@@ -131,12 +131,8 @@ def _is_star_forest(edges: DataFrame) -> bool:
 
 
 def _materialise(df: DataFrame, mode: str, checkpoint_now: bool) -> DataFrame:
-    """Cache this round's edges; every few rounds also cut the lineage."""
-    if checkpoint_now and mode == "local":
-        return df.localCheckpoint(eager=False)
-    if checkpoint_now and mode == "reliable":
-        return df.checkpoint(eager=False)
-    return df.persist(CACHE_LEVEL)
+    """Keep this round's edges; every few rounds also cut the lineage (cluster.checkpoint)."""
+    return materialise(df, mode if checkpoint_now else KEEP)
 
 
 def _star_contraction(edges: DataFrame, cfg: Config, stats: dict) -> DataFrame:

@@ -2,19 +2,21 @@
 
 `deduplicate(raw, plan)` chains the stages over a DataFrame with a resolved
 plan (see `neardup_spark.plan`); `neardup_spark.api` calls it for the library,
-the CLI and the spark-submit job. Each stage boundary is materialised
-once (persist + one count) because later stages read it more than once; that
-count is also the report's figure and the boundary is where wall time is
-measured, so no action runs just to log.
+the CLI and the spark-submit job. The nightly append (`archive.nightly`) runs
+the same chain (`prepared` pieces, then `match`) with its archive index as an
+extra candidate source and verification side (`Archive`).
+
+A `Runner` (`runtime.runner`) names, times, materialises and counts the stage
+boundaries: each is materialised once because later stages read it more than
+once, and that one count is also the report's figure.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 import weakref
-from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -25,11 +27,12 @@ from neardup_spark.columns import TEXT_DIGEST
 from neardup_spark.config import Config, to_dict
 from neardup_spark.plan import Plan
 from neardup_spark.runtime.parallel import in_background
-from neardup_spark.runtime.session import CACHE_LEVEL
+from neardup_spark.runtime.report import Report
+from neardup_spark.runtime.runner import Runner
 from neardup_spark.stages import boilerplate
 from neardup_spark.stages import containment
 from neardup_spark.stages.banding import representatives
-from neardup_spark.stages.candidates import representative_pairs
+from neardup_spark.stages.candidates import candidate_pairs, representative_pairs
 from neardup_spark.stages.components import connected_components
 from neardup_spark.stages.exact import exact_copies, exact_edges, text_digest
 from neardup_spark.stages.keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
@@ -40,6 +43,7 @@ from neardup_spark.stages.write import keeper_rows
 from neardup_spark.version import __version__
 
 CLUSTER_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
+_ADOC = C.ADOC
 
 
 @dataclass
@@ -49,7 +53,7 @@ class DedupResult:
     clusters: DataFrame  # doc_id, cluster_id, is_keeper, keeper_id, status
     pairs: DataFrame  # doc_a, doc_b, jaccard, containment_a, containment_b
     deduplicated: DataFrame  # the keepers' original rows
-    report: dict
+    report: Report
     boilerplate: DataFrame | None = None  # line_key, documents, example: the stripped lines (when enabled)
     sketched: DataFrame | None = field(default=None, repr=False)  # per-document sketch table (internal ids)
     copies: DataFrame | None = field(default=None, repr=False)  # _nid, exact_rep of exact copies
@@ -61,61 +65,58 @@ class DedupResult:
         self._cached.clear()
 
 
-class Stages:
-    """Wall time per stage and the persisted frames to release later.
-
-    Spark jobs run inside a stage carry its name as their job description
-    (classic sessions), so the UI and event logs attribute shuffle bytes
-    and task time to pipeline stages.
-    """
-
-    def __init__(self, spark: SparkSession):
-        self.seconds: dict[str, float] = {}
-        self.cached: list[DataFrame] = []
-        try:
-            self._context = spark.sparkContext
-        except Exception:  # Spark Connect has no SparkContext
-            self._context = None
-
-    @contextmanager
-    def stage(self, name: str):
-        if self._context is not None:
-            self._context.setJobDescription(f"neardup: {name}")
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 3)
-            if self._context is not None:
-                self._context.setJobDescription(None)
-
-    def keep(self, df: DataFrame) -> DataFrame:
-        df = df.persist(CACHE_LEVEL)
-        self.cached.append(df)
-        return df
-
-    def release(self) -> None:
-        """Unpersist every frame kept so far."""
-        for df in self.cached:
-            df.unpersist()
-        self.cached.clear()
-
-
 @dataclass
 class Prepared:
     """Documents read, checked, stripped of boilerplate (when enabled) and sketched."""
 
     docs: DataFrame  # _nid, doc_id, text, metadata: checked, as read (before stripping)
     table: DataFrame  # per document: _nid, doc_id, exact_hash, shingles, bands, is_empty, keeper inputs
-    counts: dict[str, int]
     boilerplate: dict  # the report's "boilerplate" section
     lines: boilerplate.Boilerplate | None  # the stripped lines (when enabled)
-    stages: Stages
+    run: Runner
     set_bytes: float | None = None  # mean stored shingle set, bytes (sizes verify's partitions)
 
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.run.counts
+
     def release(self) -> None:
-        """Unpersist every frame the stages kept."""
-        self.stages.release()
+        """Unpersist every frame the run kept."""
+        self.run.release()
+
+
+class Archive(Protocol):
+    """An extra candidate source and verification side for `match`: the archive index of a
+    nightly append (`archive.nightly`). Archived documents are named by their doc id (`_adoc`)."""
+
+    def exact(self, hashes: DataFrame) -> DataFrame:
+        """hashes(_nid, exact_hash) of representatives -> (_nid, _adoc): the smallest archived
+        id with the same text, for those that have one."""
+
+    def hits(self, banded: DataFrame, rows: int, limit: int) -> DataFrame:
+        """banded(_nid, bucket) (`rows` rows) -> distinct (_nid, _adoc): up to `limit` archived
+        documents per row's bucket, smallest ids first."""
+
+    def sets(self, met: DataFrame, rows: int, columns: list[str]) -> DataFrame:
+        """met(_adoc, _nid) (`rows` rows) -> (_nid, shingles, *columns) of those archived documents."""
+
+
+@dataclass(frozen=True)
+class Matches:
+    """What `match` found: exact copies and verified pairs (internal ids), and with an archive,
+    the archived documents met (negative internal ids in this run's graph)."""
+
+    copies: DataFrame  # _nid, exact_rep: exact copies within the input and their representative
+    near: DataFrame  # verified pairs: doc_a, doc_b, jaccard, containment_a, containment_b, match
+    met: DataFrame | None = None  # archive: _adoc, _nid (negative) of the archived documents met
+    links: DataFrame | None = None  # archive: exact_rep (a met _nid), _nid: copies of archived texts
+    banded: DataFrame | None = None  # archive: _nid, bucket rows of the representatives looked up
+
+    @property
+    def edges(self) -> DataFrame:
+        """Every edge of the graph: verified pairs and exact copies (of input or archived texts)."""
+        edges = self.near.unionByName(exact_edges(self.copies))
+        return edges if self.links is None else edges.unionByName(exact_edges(self.links))
 
 
 @dataclass
@@ -123,15 +124,18 @@ class Verified:
     """Everything up to verified pairs: what `deduplicate` clusters and `calibrate` samples."""
 
     prep: Prepared
-    copies: DataFrame  # _nid, exact_rep: exact copies and their representative
-    near: DataFrame  # verified near pairs of _nid (doc_a, doc_b, jaccard, containments, match)
+    found: Matches
+
+    @property
+    def copies(self) -> DataFrame:
+        return self.found.copies
 
     @property
     def edges(self) -> DataFrame:
-        return self.near.unionByName(exact_edges(self.copies))
+        return self.found.edges
 
 
-def prepared(raw: DataFrame, plan: Plan, st: Stages | None = None, digest: bool = False,
+def prepared(raw: DataFrame, plan: Plan, run: Runner | None = None, digest: bool = False,
              sample_docs: int | None = None, seed: int = 1) -> Prepared:
     """Read and check, strip boilerplate (when enabled), sketch.
 
@@ -142,31 +146,31 @@ def prepared(raw: DataFrame, plan: Plan, st: Stages | None = None, digest: bool 
     boilerplate is found on all of them); counts["sampled_documents"] says how many.
     """
     cfg = plan.cfg
-    st = st or Stages(raw.sparkSession)
-    counts: dict[str, int] = {}  # figures of the result: the same on any partitioning
-    docs = checked_documents(raw, cfg, st, counts)
+    run = run or Runner(raw.sparkSession)
+    docs = checked_documents(raw, cfg, run)
+    n_docs = run.counts["documents"]
     found = None
     if cfg.boilerplate.enabled:
-        with st.stage("boilerplate"):
-            found = boilerplate.find(docs, cfg.boilerplate, cfg.normalise, counts["documents"], cfg.minhash.seed)
+        with run.stage("boilerplate"):
+            found = boilerplate.find(docs, cfg.boilerplate, cfg.normalise, n_docs, cfg.minhash.seed)
     strip = Stripping(found.keys, cfg.boilerplate.unit) if found is not None else None
     if sample_docs is None:
-        table, row = sketched(docs, plan, st, counts, strip, digest)
+        table, row = sketched(docs, plan, run, strip, digest)
     else:
-        fraction = min(1.0, 1.2 * sample_docs / max(counts["documents"], 1) + 1e-6)
-        table, row = sketched(docs.sample(fraction=fraction, seed=seed), plan, st, counts, strip, digest, sampled=True)
-    set_bytes = float(row["set_bytes"] or 0) / max(int(row["n"]) - counts["empty"], 1)
-    return Prepared(docs, table, counts, _boilerplate_report(cfg, found, row), found, st, set_bytes)
+        fraction = min(1.0, 1.2 * sample_docs / max(n_docs, 1) + 1e-6)
+        table, row = sketched(docs.sample(fraction=fraction, seed=seed), plan, run, strip, digest, sampled=True)
+    set_bytes = float(row["set_bytes"] or 0) / max(int(row["n"]) - run.counts["empty"], 1)
+    return Prepared(docs, table, _boilerplate_report(cfg, found, row), found, run, set_bytes)
 
 
-def checked_documents(raw: DataFrame, cfg: Config, st: Stages, counts: dict) -> DataFrame:
+def checked_documents(raw: DataFrame, cfg: Config, run: Runner) -> DataFrame:
     """documents(raw), checked (counts["documents"]), with their internal ids (`_nid`),
     spread over the cores."""
-    with st.stage("read"):
+    with run.stage("read"):
         docs = documents(raw, cfg)
         warming = warm_python_workers(raw.sparkSession)  # not waited for: the next Pandas UDF waits if it must
         try:
-            counts["documents"], salt = check_documents(docs)
+            run.counts["documents"], salt = check_documents(docs)
         except Exception:
             # Bad input ends the run here; stopping the session under the warm-up job
             # would print its killed task's stack traces after the one-line error.
@@ -176,20 +180,21 @@ def checked_documents(raw: DataFrame, cfg: Config, st: Stages, counts: dict) -> 
         return spread_docs.withColumn(C.NID, internal_id(F.col(C.DOC_ID), salt))
 
 
-def sketched(docs: DataFrame, plan: Plan, st: Stages, counts: dict, strip: Stripping | None = None,
+def sketched(docs: DataFrame, plan: Plan, run: Runner, strip: Stripping | None = None,
              digest: bool = False, expected: int | None = None, sampled: bool = False):
-    """(the persisted sketch table, its summary row) for checked documents (with their
+    """(the kept sketch table, its summary row) for checked documents (with their
     `_nid`, see `checked_documents`); counts["empty"].
 
     With `digest`, an existing text_digest column is kept, else computed."""
-    with st.stage("sketch"):
+    counts = run.counts
+    with run.stage("sketch"):
         # Internal ids (from checked_documents): every later shuffle moves 8-byte longs,
         # whatever the users' ids are (URLs run to 100 bytes).
         extra = []
         if digest:
             extra = [F.col(TEXT_DIGEST) if TEXT_DIGEST in docs.columns else text_digest(F.col(C.TEXT)).alias(TEXT_DIGEST)]
         slim = docs.select(C.NID, C.DOC_ID, C.TEXT, *keeper_inputs(docs, plan.keeper), *extra)
-        table = st.keep(sketch(slim, plan.cfg, plan.matcher, strip))
+        table = run.keep(sketch(slim, plan.cfg, plan.matcher, strip))
         aggs = [F.count(F.lit(1)).alias("n"), F.sum(F.col(C.IS_EMPTY).cast("long")).alias("empty"),
                 F.sum(F.length(C.SHINGLES)).alias("set_bytes")]
         if strip is not None:
@@ -204,29 +209,58 @@ def sketched(docs: DataFrame, plan: Plan, st: Stages, counts: dict, strip: Strip
     return table, row
 
 
-def verified(raw: DataFrame, plan: Plan, st: Stages | None = None, digest: bool = False) -> Verified:
-    """`prepared`, then the exact pass, LSH candidates and exact verification."""
-    cfg, matcher = plan.cfg, plan.matcher
-    prep = prepared(raw, plan, st, digest)
-    st, table, counts = prep.stages, prep.table, prep.counts
+def match(table: DataFrame, plan: Plan, run: Runner, set_bytes: float | None = None,
+          archive: Archive | None = None) -> Matches:
+    """The exact pass, candidates and verification over a sketch table; with an `archive`,
+    also against it (an extra candidate source and an extra side of verification).
 
-    with st.stage("exact"):
-        copies = st.keep(exact_copies(table))
-        counts["exact_duplicates"] = copies.count()
-        counts["signed_documents"] = counts["documents"] - counts["empty"] - counts["exact_duplicates"]
+    counts: exact_duplicates, candidate_pairs, verified_pairs; with an archive also
+    exact_archive_matches and archived_documents_met."""
+    cfg, m, counts = plan.cfg, plan.matcher, run.counts
+    links = met = banded = None
+    with run.stage("exact"):
+        copies, _ = run.counted(exact_copies(table), "exact_duplicates")
+        reps = representatives(table, copies, counts["exact_duplicates"])
+        if archive is not None:
+            # A representative with an archived copy is that copy's: it is not looked up again.
+            links, _ = run.counted(archive.exact(reps.select(C.NID, C.EXACT_HASH)), "exact_archive_matches")
+            reps = reps.join(links.select(C.NID), C.NID, "left_anti")
 
-    with st.stage("band_candidates"):
-        if matcher.kind == "containment":
-            cands = st.keep(containment.candidates(table, copies, matcher.bucket_limit))
+    with run.stage("band_candidates"):
+        if m.kind == "containment":
+            cands = containment.candidates(table, copies, m.bucket_limit)
+        elif archive is None:
+            cands = representative_pairs(reps, m.bucket_limit, m.keys_per_doc)
         else:
-            reps = representatives(table, copies, counts["exact_duplicates"])
-            cands = st.keep(representative_pairs(reps, matcher.bucket_limit, matcher.keys_per_doc))
-        counts["candidate_pairs"] = cands.count()
+            banded, rows = run.counted(reps.select(C.NID, F.explode(C.BANDS).alias(C.BUCKET)))
+            against = run.keep(archive.hits(banded, rows, m.bucket_limit))
+            # The archived documents met get negative internal ids in this run's graph.
+            met = against.select(_ADOC).unionByName(links.select(_ADOC)).distinct()
+            met, _ = run.counted(met.withColumn(C.NID, -1 - F.monotonically_increasing_id()),
+                                 "archived_documents_met")
+            across = against.join(met.select(_ADOC, F.col(C.NID).alias(C.DOC_A)), _ADOC).select(
+                C.DOC_A, F.col(C.NID).alias(C.DOC_B))
+            cands = candidate_pairs(banded, m.bucket_limit).unionByName(across)
+        cands, n_cands = run.counted(cands, "candidate_pairs")
 
-    with st.stage("verify"):
-        near = st.keep(verify(cands, cfg, table, counts["candidate_pairs"], prep.set_bytes))
-        counts["verified_pairs"] = near.count()
-    return Verified(prep, copies, near)
+    with run.stage("verify"):
+        sets = table
+        if archive is not None:
+            prints = m.simhash.columns if m.simhash is not None else []
+            sets = table.select(C.NID, C.SHINGLES, *prints).unionByName(
+                archive.sets(met, counts["archived_documents_met"], prints))
+            links = links.join(met.select(_ADOC, F.col(C.NID).alias(C.EXACT_REP)), _ADOC).select(C.EXACT_REP, C.NID)
+        near, _ = run.counted(verify(cands, cfg, sets, n_cands, set_bytes), "verified_pairs")
+    return Matches(copies, near, met, links, banded)
+
+
+def verified(raw: DataFrame, plan: Plan, run: Runner | None = None, digest: bool = False) -> Verified:
+    """`prepared`, then `match`: the exact pass, candidates and exact verification."""
+    prep = prepared(raw, plan, run, digest)
+    found = match(prep.table, plan, prep.run, prep.set_bytes)
+    counts = prep.counts
+    counts["signed_documents"] = counts["documents"] - counts["empty"] - counts["exact_duplicates"]
+    return Verified(prep, found)
 
 
 def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult:
@@ -237,17 +271,16 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     """
     cfg = plan.cfg
     notes = in_background(lambda: plan.advice)  # pure Python: computed while Spark works
-    st = Stages(raw.sparkSession)
-    work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
-    v = verified(raw, plan, st, digest)
-    table, counts, edges = v.prep.table, v.prep.counts, v.edges
+    run = Runner(raw.sparkSession)
+    v = verified(raw, plan, run, digest)
+    table, counts, edges = v.prep.table, run.counts, v.edges
 
-    with st.stage("components"):
-        comps = connected_components(edges, cfg, work)  # iterates with its own actions; read once below
+    with run.stage("components"):
+        comps = connected_components(edges, cfg, run.work)  # iterates with its own actions; read once below
 
-    with st.stage("keepers"):
+    with run.stage("keepers"):
         index = table.select(C.NID, C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(plan.keeper))
-        clusters = st.keep(choose_keepers(index, plan.keeper, comps).select(*CLUSTER_COLUMNS))
+        clusters = run.keep(choose_keepers(index, plan.keeper, comps).select(*CLUSTER_COLUMNS))
         row = clusters.agg(
             F.count(F.lit(1)).alias("n"),
             F.sum(F.col(C.IS_KEEPER).cast("long")).alias("keepers"),
@@ -260,21 +293,18 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
         if int(row["n"]) != counts["documents"]:  # pragma: no cover - an invariant, not an input error
             raise AssertionError(f"{row['n']} cluster rows for {counts['documents']} documents")
 
-    report = {
-        "neardup_spark_version": __version__,
-        "spark_version": raw.sparkSession.version,
-        "lsh": _lsh_report(plan),
-        "advice": notes.result(),
-        "counts": counts,
-        "boilerplate": v.prep.boilerplate,
-        "work": work,
-        "stage_seconds": st.seconds,
-        "config": to_dict(cfg),
-    }
+    report = run.report(
+        neardup_spark_version=__version__,
+        spark_version=raw.sparkSession.version,
+        lsh=_lsh_report(plan),
+        advice=notes.result(),
+        boilerplate=v.prep.boilerplate,
+        config=to_dict(cfg),
+    )
     pairs = with_doc_ids(edges, index.select(C.NID, C.DOC_ID))
     dedup = keeper_rows(raw, cfg, clusters, counts["clusters"], counts["removed"])
     lines = boilerplate.lines_frame(raw.sparkSession, v.prep.lines) if v.prep.lines is not None else None
-    return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, st.cached)
+    return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, run.kept)
 
 
 def _lsh_report(plan: Plan) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from neardup_spark.errors import NeardupError
 from neardup_spark.runtime import paths
 from neardup_spark.runtime.filestore import store_for
 from neardup_spark.runtime.parallel import run_all
+from neardup_spark.runtime.report import Report
 from neardup_spark.runtime.storage import OWN_PREFIX, published, remove_leftovers, verify_written
 from neardup_spark.stages.read import CORRUPT
 
@@ -240,10 +242,11 @@ def written_rows(result: "DedupResult") -> dict[str, int]:
     return rows
 
 
-def write_report(report: dict, out: str, spark: SparkSession) -> None:
+def write_report(report: Mapping, out: str, spark: SparkSession) -> None:
     """report.json beside the tables, written last (it says the output is complete), on any
     filesystem the session reaches. Under Spark Connect a remote output gets it as a
     one-line JSON text file written by Spark under report/."""
+    report = report.as_dict() if isinstance(report, Report) else report
     text = json.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
     try:
         store = store_for(spark, out)

@@ -1,0 +1,111 @@
+"""The runner: where a run's DataFrames become Spark jobs, named, timed and counted.
+
+Stage functions only build DataFrames. Every entry point (a run, an index
+build, a nightly append, a calibration) makes one `Runner` and chains the
+stages inside `runner.stage(name)` blocks; the runner
+
+- names the Spark jobs of a block after its stage (classic sessions), so the
+  UI and event logs attribute shuffle bytes and task time to stages;
+- times each block (`seconds`);
+- materialises a stage boundary by one policy (`materialise`): persisted,
+  and with `cut` also the lineage cut (a local checkpoint), for the nightly
+  append's many small frames whose plans would otherwise nest every earlier one;
+- gathers the figures (`counts`: the same on any partitioning; `work`: how the
+  run got there) into the frozen `Report` the entry point returns;
+- shows progress (`runtime.progress`) when the entry point asked for it.
+
+A boundary is counted once, when it is materialised: the count is the
+report's figure and the job that computes the cached rows, so no action runs
+just to log.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from neardup_spark.runtime.progress import current_progress, task_counter
+from neardup_spark.runtime.report import Report
+from neardup_spark.runtime.session import CACHE_LEVEL
+
+# How a boundary is kept: persisted (released by `Runner.release`), or its lineage cut by a
+# local checkpoint (kept until the session drops it), or by a reliable checkpoint (written
+# to the checkpoint directory: survives a lost executor).
+KEEP, LOCAL, RELIABLE = "keep", "local", "reliable"
+
+
+def materialise(df: DataFrame, how: str = KEEP) -> DataFrame:
+    """df, lazily kept by `how` (KEEP, LOCAL or RELIABLE): the next action computes and stores it."""
+    if how == LOCAL:
+        return df.localCheckpoint(eager=False)
+    if how == RELIABLE:
+        return df.checkpoint(eager=False)
+    return df.persist(CACHE_LEVEL)
+
+
+class Runner:
+    """Stage names, wall times, kept frames and figures of one run (see the module doc).
+
+    `cut`: boundaries are local checkpoints instead of persisted frames.
+    """
+
+    def __init__(self, spark: SparkSession, cut: bool = False):
+        self.spark = spark
+        self.cut = cut
+        self.seconds: dict[str, float] = {}
+        self.counts: dict[str, int] = {}  # figures of the result
+        self.work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
+        self.kept: list[DataFrame] = []
+        self.progress = current_progress()
+        try:
+            self._context = spark.sparkContext
+        except Exception:  # Spark Connect has no SparkContext
+            self._context = None
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Name, time (and, with progress on, show) the Spark jobs run inside the block."""
+        if self._context is not None:
+            self._context.setJobDescription(f"neardup: {name}")
+        start = time.perf_counter()
+        shown = self.progress.stage(name, task_counter(self._context), self.counts) if self.progress else nullcontext()
+        try:
+            with shown:
+                yield
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 3)
+            if self._context is not None:
+                self._context.setJobDescription(None)
+
+    def keep(self, df: DataFrame, now: bool = False) -> DataFrame:
+        """df materialised by this run's policy: lazily (its next action computes it), or
+        `now` (one count job), for a frame read twice by one job or numbered by position."""
+        kept = materialise(df, LOCAL if self.cut else KEEP)
+        if not self.cut:
+            self.kept.append(kept)
+        if now:
+            kept.count()
+        return kept
+
+    def counted(self, df: DataFrame, figure: str | None = None) -> tuple[DataFrame, int]:
+        """(`keep(df)`, its row count): one job computes both; the count is recorded as
+        counts[figure] when a figure is named."""
+        kept = self.keep(df)
+        n = kept.count()
+        if figure is not None:
+            self.counts[figure] = n
+        return kept, n
+
+    def release(self) -> None:
+        """Unpersist every frame kept so far."""
+        for df in self.kept:
+            df.unpersist()
+        self.kept.clear()
+
+    def report(self, **sections: Any) -> Report:
+        """The run's report: these sections and the runner's figures as they are now."""
+        return Report(counts=dict(self.counts), work=dict(self.work), stage_seconds=dict(self.seconds), **sections)
