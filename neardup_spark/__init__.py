@@ -15,7 +15,7 @@ from neardup_spark.version import __version__
 # the package: Spark's Python workers unpickle a UDF from one module and
 # should not pay for every stage, and the CLI imports it while the JVM starts.
 _LAZY = {"DedupResult", "deduplicate", "run", "options", "build_index", "append", "export", "calibrate",
-         "evaluate", "read", "progress", "Report"}
+         "evaluate", "read", "progress", "Report", "inspect"}
 
 
 def __getattr__(name):
@@ -43,6 +43,7 @@ __all__ = [
     "evaluate",
     "read",
     "progress",
+    "inspect",
     "Report",
     "__version__",
 ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any, ContextManager, Sequence
 
+import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
 from neardup_spark.archive import nightly
@@ -37,9 +38,10 @@ from neardup_spark.stages.write import check_paths, write_report, write_tables
 from neardup_spark.tools import calibrate as _calibrate
 from neardup_spark.tools import evaluate as _evaluate
 from neardup_spark.tools import figures
+from neardup_spark.tools import inspect as _inspect
 
 __all__ = ["DedupResult", "Report", "append", "build_index", "calibrate", "deduplicate", "evaluate", "export",
-           "options", "progress", "read", "run"]
+           "inspect", "options", "progress", "read", "run"]
 
 
 def options(
@@ -144,6 +146,17 @@ def progress(stream=None, every: float = 30.0) -> ContextManager[Progress]:
     as it starts and ends, with its time and row counts, and Spark's task counts while a long
     stage runs (in place on a terminal, a line every `every` seconds elsewhere)."""
     return progress_to(stream, every)
+
+
+def inspect(spark: SparkSession, output: str, *, doc: Any = None, cluster: Any = None,
+            max_members: int = _inspect.MAX_MEMBERS) -> pd.DataFrame:
+    """One cluster of a finished run's `output` (that of `doc`, or `cluster`) as a pandas frame:
+    its keeper and up to max_members other members, each against the keeper (Jaccard,
+    containments, a word-level diff). `neardup_spark.tools.inspect.format_cluster` prints it."""
+    if (doc is None) == (cluster is None):
+        raise ConfigError("inspect takes one of doc= or cluster=")
+    out = _inspect.open_output(spark, output)
+    return _inspect.members(spark, out, cluster if doc is None else _inspect.cluster_of(spark, out, doc), max_members)
 
 
 def build_index(spark: SparkSession, cfg: Config, output: str | None = None) -> Report:

@@ -181,6 +181,19 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("job-file", help="print the path of the entry file for spark-submit")
 
+    ins = sub.add_parser("inspect", help="show what a run merged: clusters against their keepers, word by word")
+    ins.add_argument("run_output", metavar="OUT", help="a finished run's output directory")
+    which = ins.add_mutually_exclusive_group(required=True)
+    which.add_argument("--doc", metavar="ID", help="the cluster of this document")
+    which.add_argument("--cluster", metavar="ID", help="this cluster")
+    which.add_argument("--sample", type=int, metavar="N", help="N clusters drawn across Jaccard strata")
+    ins.add_argument("--jaccard-range", default="0,1", help="with --sample: the pairs' Jaccard range (default 0,1)")
+    ins.add_argument("--max-members", type=int, default=20, help="members shown per cluster besides the keeper")
+    ins.add_argument("--sample-seed", type=int, default=1)
+    ins.add_argument("--json", action="store_true", help="print one JSON object")
+    ins.add_argument("--config", action="append", default=[], help="TOML config file (Spark settings)")
+    _add_spark_options(ins)
+
     gen = sub.add_parser("generate", help="write a labelled corpus with the seven controlled edits")
     gen.add_argument("--docs", type=int, default=10_000)
     gen.add_argument("--output", required=True)
@@ -519,6 +532,43 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return main(argv)
 
 
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from neardup_spark.runtime.paths import local_file
+
+    cfg = config_from_args(args)
+    here = local_file(args.run_output)
+    if here is not None and not (here / "report.json").is_file():
+        raise NeardupError(f"{args.run_output} holds no finished run (no report.json)")
+    if args.sample is not None and args.sample < 1:
+        raise NeardupError(f"--sample takes a positive number; got {args.sample}")
+    lo, hi = _jaccard_range(args.jaccard_range, "--jaccard-range", low=0.0)
+
+    def work(spark):
+        from neardup_spark.tools import inspect as ins
+
+        out = ins.open_output(spark, args.run_output)
+        if args.doc is not None:
+            wanted = [ins.cluster_of(spark, out, args.doc)]
+        elif args.cluster is not None:
+            wanted = [args.cluster]
+        else:
+            wanted = ins.sample_clusters(spark, out, args.sample, lo, hi, seed=args.sample_seed)
+        return [ins.members(spark, out, c, args.max_members) for c in wanted]
+
+    frames = _in_session(cfg, work)
+    if args.json:
+        shown = [{**{k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()},
+                  "members": json.loads(f.to_json(orient="records"))} for f in frames]
+        print(json.dumps({"clusters": shown}, indent=2, default=str))
+        return 0
+    from neardup_spark.tools.inspect import format_cluster
+
+    if not frames:
+        print("no near pairs in that Jaccard range")
+    print("\n\n".join(format_cluster(f) for f in frames))
+    return 0
+
+
 def _cmd_job_file(args: argparse.Namespace) -> int:
     print(Path(__file__).with_name("__main__.py"))
     return 0
@@ -535,6 +585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "params": _cmd_params,
         "index": _cmd_index,
         "generate": _cmd_generate,
+        "inspect": _cmd_inspect,
     }
     try:
         return commands[args.command](args)

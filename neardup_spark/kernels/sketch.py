@@ -251,6 +251,17 @@ def _shingled(texts: list[str | bytes], opts: NormaliseConfig, unit: str, k: int
     return hashing.join_sets(parts), digests
 
 
+def shingle_sets(texts: Sequence[str | None], opts: NormaliseConfig, unit: str, k: int,
+                 seed: int) -> list[np.ndarray]:
+    """Each raw text's distinct shingle values (uint32, sorted), as the sketch stage makes them
+    (without boilerplate stripping); an empty array for a text that normalises to nothing."""
+    raw = [t if t is not None else "" for t in texts]
+    if not raw:
+        return []
+    (values, offsets, *_), _ = _shingled(raw, opts, unit, k, seed, False)
+    return [values[offsets[i]:offsets[i + 1]] for i in range(len(raw))]
+
+
 def sketch_frame(texts: pd.Series, *args, **kwargs) -> pd.DataFrame:
     """`sketch_arrays` on a pandas Series of str (or UTF-8 bytes), as a DataFrame: for tests,
     benchmarks and notebooks."""
