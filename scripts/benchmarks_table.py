@@ -446,6 +446,8 @@ def _group(path: Path, data: Any) -> tuple[str, str]:
         return bench, f"peers: {', '.join(tools) or 'neardup'}" + ("" if variant == "ascii" else f" ({variant})")
     if bench == "quality" and data.get("method") not in (None, "minhash"):
         return bench, f"quality ({data.get('method')})"
+    if bench == "compare" and data.get("docs"):
+        return bench, f"compare ({_docs(data['docs'])})"  # a row per corpus size
     return bench, bench
 
 
