@@ -140,10 +140,10 @@ def run_cli(args: list[str], logs: Path, spark_args: list[str]) -> dict:
 
 def build(archive: Path, index: Path, logs: Path, spark_args: list[str]) -> dict:
     shutil.rmtree(index, ignore_errors=True)
-    row = run_cli(["index", "build", "--input", str(archive), "--format", "parquet", "--index", str(index)],
-                  logs, spark_args)
-    printed = json.loads(row.pop("stdout"))  # {"index", "counts", "wall_seconds"}
-    return {"run": "build", "pipeline_seconds": printed["wall_seconds"], "stage_seconds": None,
+    row = run_cli(["index", "build", "--input", str(archive), "--format", "parquet", "--index", str(index),
+                   "--json"], logs, spark_args)
+    printed = json.loads(row.pop("stdout"))  # the build's report
+    return {"run": "build", "pipeline_seconds": printed["wall_seconds"], "stage_seconds": printed.get("stage_seconds"),
             "counts": printed["counts"], **row}
 
 

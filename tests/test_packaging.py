@@ -55,6 +55,6 @@ def test_demo_and_presets_run_from_any_directory(installed):
     out = work / "demo"
     ran = _run(venv, work, str(venv / "bin" / "neardup"), "demo", "--output", str(out))
     assert ran.returncode == 0, ran.stderr[-3000:]
-    assert "1000 documents" in ran.stdout and (out / "report.json").is_file()
+    assert "neardup: 1,000 documents -> " in ran.stdout and (out / "report.json").is_file()
     params = _run(venv, work, str(venv / "bin" / "neardup"), "params", "--preset", "cluster")
     assert params.returncode == 0, params.stderr[-2000:]
