@@ -15,7 +15,7 @@ from neardup_spark.version import __version__
 # the package: Spark's Python workers unpickle a UDF from one module and
 # should not pay for every stage, and the CLI imports it while the JVM starts.
 _LAZY = {"DedupResult", "deduplicate", "run", "options", "build_index", "append", "export", "calibrate",
-         "evaluate", "read", "progress", "Report", "inspect"}
+         "evaluate", "read", "progress", "Report", "inspect", "review_page"}
 
 
 def __getattr__(name):
@@ -44,6 +44,7 @@ __all__ = [
     "read",
     "progress",
     "inspect",
+    "review_page",
     "Report",
     "__version__",
 ]

@@ -39,9 +39,10 @@ from neardup_spark.tools import calibrate as _calibrate
 from neardup_spark.tools import evaluate as _evaluate
 from neardup_spark.tools import figures
 from neardup_spark.tools import inspect as _inspect
+from neardup_spark.tools import review as _review
 
 __all__ = ["DedupResult", "Report", "append", "build_index", "calibrate", "deduplicate", "evaluate", "export",
-           "inspect", "options", "progress", "read", "run"]
+           "inspect", "options", "progress", "read", "review_page", "run"]
 
 
 def options(
@@ -157,6 +158,13 @@ def inspect(spark: SparkSession, output: str, *, doc: Any = None, cluster: Any =
         raise ConfigError("inspect takes one of doc= or cluster=")
     out = _inspect.open_output(spark, output)
     return _inspect.members(spark, out, cluster if doc is None else _inspect.cluster_of(spark, out, doc), max_members)
+
+
+def review_page(spark: SparkSession, output: str, *, per_stratum: int = 3) -> str:
+    """The review page of the finished run at `output`: one self-contained HTML string (summary,
+    S-curve, Jaccard histograms, cluster sizes, largest clusters, sampled pairs side by side).
+    In a Databricks notebook: `displayHTML(review_page(spark, out))`."""
+    return _review.page(spark, output, per_stratum=per_stratum)
 
 
 def build_index(spark: SparkSession, cfg: Config, output: str | None = None) -> Report:

@@ -194,6 +194,13 @@ def _parser() -> argparse.ArgumentParser:
     ins.add_argument("--config", action="append", default=[], help="TOML config file (Spark settings)")
     _add_spark_options(ins)
 
+    rep = sub.add_parser("report", help="write a run's review page: one self-contained HTML file")
+    rep.add_argument("run_output", metavar="OUT", help="a finished run's output directory")
+    rep.add_argument("--html", required=True, metavar="FILE", help="the HTML file to write")
+    rep.add_argument("--per-stratum", type=int, default=3, help="sampled pairs per Jaccard stratum (default 3)")
+    rep.add_argument("--config", action="append", default=[], help="TOML config file (Spark settings)")
+    _add_spark_options(rep)
+
     gen = sub.add_parser("generate", help="write a labelled corpus with the seven controlled edits")
     gen.add_argument("--docs", type=int, default=10_000)
     gen.add_argument("--output", required=True)
@@ -569,6 +576,27 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from neardup_spark.runtime.paths import local_file
+
+    cfg = config_from_args(args)
+    here = local_file(args.run_output)
+    if here is not None and not (here / "report.json").is_file():
+        raise NeardupError(f"{args.run_output} holds no finished run (no report.json)")
+    target = Path(args.html)
+    if not target.parent.is_dir():
+        raise NeardupError(f"cannot write {args.html}: {target.parent} is not a directory")
+
+    def work(spark):
+        from neardup_spark.tools.review import page
+
+        return page(spark, args.run_output, per_stratum=args.per_stratum)
+
+    target.write_text(_in_session(cfg, work), encoding="utf-8")
+    print(f"wrote {target} ({target.stat().st_size / 1024:.0f} KiB); open it in a browser")
+    return 0
+
+
 def _cmd_job_file(args: argparse.Namespace) -> int:
     print(Path(__file__).with_name("__main__.py"))
     return 0
@@ -586,6 +614,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "index": _cmd_index,
         "generate": _cmd_generate,
         "inspect": _cmd_inspect,
+        "report": _cmd_report,
     }
     try:
         return commands[args.command](args)

@@ -73,3 +73,28 @@ kept = result.deduplicated.count()
 assert kept == result.report["counts"]["clusters"]
 print(f"{articles.count()} articles -> {kept} kept")
 result.unpersist()
+
+# COMMAND ----------
+# %% [markdown]
+# ## 4. Review what was merged
+# A run written to a directory can be reviewed: `inspect` shows a cluster's
+# members against its keeper word by word, and `review_page` is one
+# self-contained HTML page (S-curve, Jaccard histograms, cluster sizes,
+# sampled pairs side by side). On Databricks, `displayHTML` shows it inline.
+
+# COMMAND ----------
+# %%
+import tempfile  # noqa: E402
+
+from neardup_spark import inspect, review_page, run  # noqa: E402
+from neardup_spark.tools.inspect import format_cluster  # noqa: E402
+
+out = tempfile.mkdtemp(prefix="neardup-quickstart-")
+run(spark, cfg.with_overrides({"input.path": str(SAMPLE), "input.format": "jsonl", "output.path": out,
+                               "output.mode": "overwrite"}))
+print(format_cluster(inspect(spark, out, cluster=biggest, max_members=3)))
+page = review_page(spark, out)
+if "displayHTML" in globals():  # Databricks
+    displayHTML(page)  # noqa: F821
+else:
+    print(f"review page: {len(page) / 1024:.0f} KiB of HTML")

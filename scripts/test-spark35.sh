@@ -8,6 +8,7 @@ export NEARDUP_VENV="$ROOT/.venv-spark35"
 export NEARDUP_PYSPARK="pyspark==3.5.9"
 export NEARDUP_EXTRA="graphframes==0.6"
 "$ROOT/scripts/setup.sh"
+"$ROOT/scripts/browser.sh"
 NEARDUP_GRAPHFRAMES_JAR="$("$ROOT/scripts/graphframes-jar.sh")"
 export NEARDUP_GRAPHFRAMES_JAR
 export PYSPARK_PYTHON="$NEARDUP_VENV/bin/python" PYSPARK_DRIVER_PYTHON="$NEARDUP_VENV/bin/python"

@@ -3,6 +3,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/setup.sh"
+"$ROOT/scripts/browser.sh"
 VENV="${NEARDUP_VENV:-$ROOT/.venv}"
 export PYSPARK_PYTHON="$VENV/bin/python" PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
 cd "$ROOT"

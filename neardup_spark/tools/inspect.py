@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,7 @@ class RunOutput:
 
     path: str
     cfg: Config
+    report: dict = field(default_factory=dict, repr=False)  # its report.json
 
     def clusters(self, spark: SparkSession) -> DataFrame:
         return spark.read.parquet(f"{self.path.rstrip('/')}/clusters")
@@ -62,7 +63,7 @@ def open_output(spark: SparkSession, path: str) -> RunOutput:
         raise InputError(f"{path} holds no finished run (no readable report.json)")
     if "config" not in report:
         raise InputError(f"{path}/report.json has no config section; inspect reads a run's output directory")
-    return RunOutput(path, from_dict(report["config"]))
+    return RunOutput(path, from_dict(report["config"]), report)
 
 
 def _id_value(clusters: DataFrame, value):
@@ -214,7 +215,7 @@ def format_cluster(rows: pd.DataFrame, text_chars: int = 160) -> str:
              + (f" (showing {shown} of {attrs['size'] - 1} others)" if shown < attrs["size"] - 1 else "")]
     for r in rows.itertuples(index=False):
         if r.is_keeper:
-            lines.append(f"  keeper {r.doc_id}: {_opening(r.text, text_chars)}")
+            lines.append(f"  keeper {r.doc_id}: {opening(r.text, text_chars)}")
             continue
         lines.append(f"  {r.status} {r.doc_id}: jaccard {r.jaccard:.3f}, containment {r.containment_member:.3f} "
                      f"of it in the keeper, {r.containment_keeper:.3f} of the keeper in it "
@@ -223,8 +224,9 @@ def format_cluster(rows: pd.DataFrame, text_chars: int = 160) -> str:
     return "\n".join(lines)
 
 
-def _opening(text: str | None, n: int) -> str:
+def opening(text: str | None, n: int) -> str:
+    """The text's first n characters, whitespace collapsed ("…" where it was cut)."""
     if text is None:
         return "(no text)"
     flat = " ".join(text.split())
-    return flat if len(flat) <= n else flat[: n - 4].rstrip() + " ..."
+    return flat if len(flat) <= n else flat[: n - 1].rstrip() + "…"
