@@ -33,7 +33,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 OUTPUT = ROOT / "BENCHMARKS.md"
 PYTHON = ".venv/bin/python"
 ORDER = ("scale", "peers", "signatures", "nightly", "skew", "boilerplate", "quality", "simhash", "components",
-         "compare")
+         "review", "compare")
 PEERS = {"neardup": "neardup", "mllib": "MLlib", "text-dedup": "text-dedup"}
 
 
@@ -411,9 +411,19 @@ def _generic(data: Any) -> tuple[str, str, str]:
     return "-", ", ".join(figures) or "no top-level figures", "-"
 
 
+def _review(data: dict) -> tuple[str, str, str]:
+    corpus = f"seven-edit corpus, {_docs(data.get('docs'))} docs{_where(data)}"
+    figures = (f"`neardup report` process {_s(data.get('report_process_seconds'))}; page "
+               f"{data.get('page_kib')} KiB; opens in {_f(data.get('page_open_seconds'))} s more than an "
+               f"empty page in headless Chromium")
+    return corpus, figures, command("review", {"docs": data.get("docs"), "master": data.get("master")},
+                                    prefix="PYSPARK_PYTHON=$PWD/.venv/bin/python ")
+
+
 SUMMARIES: dict[str, Callable[[dict], tuple[str, str, str]]] = {
     "scale": _scale, "peers": _peers, "signatures": _signatures, "nightly": _nightly, "skew": _skew,
     "boilerplate": _boilerplate, "quality": _quality, "simhash": _simhash, "components": _components,
+    "review": _review,
 }
 
 
