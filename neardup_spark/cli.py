@@ -548,6 +548,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         raise NeardupError(f"{args.run_output} holds no finished run (no report.json)")
     if args.sample is not None and args.sample < 1:
         raise NeardupError(f"--sample takes a positive number; got {args.sample}")
+    if args.max_members < 0:
+        raise NeardupError(f"--max-members takes a number >= 0; got {args.max_members}")
     lo, hi = _jaccard_range(args.jaccard_range, "--jaccard-range", low=0.0)
 
     def work(spark):
@@ -572,6 +574,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
     if not frames:
         print("no near pairs in that Jaccard range")
+        return 0
     print("\n\n".join(format_cluster(f) for f in frames))
     return 0
 

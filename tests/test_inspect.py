@@ -96,6 +96,7 @@ def test_inspect_a_sample_across_jaccard_strata(small_run, capsys):
     (["--doc", "x"], "ids are integers"),
     (["--sample", "0"], "positive number"),
     (["--sample", "2", "--jaccard-range", "0.9,0.2"], "--jaccard-range needs"),
+    (["--doc", "1", "--max-members", "-1"], "--max-members takes a number >= 0"),
 ])
 def test_inspect_errors_are_one_line(small_run, capsys, argv, message):
     assert cli.main(["inspect", str(small_run), *argv, *SPARK]) == 2
@@ -105,3 +106,10 @@ def test_inspect_errors_are_one_line(small_run, capsys, argv, message):
 def test_inspect_needs_a_finished_run(tmp_path, capsys):
     assert cli.main(["inspect", str(tmp_path), "--doc", "1"]) == 2  # before Spark starts
     assert "holds no finished run" in capsys.readouterr().err
+
+
+def test_inspect_refuses_an_append_output(tmp_path, capsys):
+    # An append's clusters/ lists the batch and the archived rows that changed, not whole clusters.
+    (tmp_path / "report.json").write_text(json.dumps({"mode": "append", "config": {}}))
+    assert cli.main(["inspect", str(tmp_path), "--doc", "1", *SPARK]) == 2
+    assert "neardup index export" in capsys.readouterr().err

@@ -52,6 +52,15 @@ def test_the_library_returns_the_same_page(spark, page):
     assert api.review_page(spark, str(out)) == target.read_text()  # seeded samples: the same page
 
 
+def test_a_containment_run_has_no_jaccard_threshold_line(spark, tmp_path):
+    out = tmp_path / "out"
+    assert cli.main(["run", "--input", SAMPLE, "--format", "jsonl", "--output", str(out), "--mode", "containment",
+                     "--shuffle-partitions", "4", "--quiet"]) == 0
+    text = api.review_page(spark, str(out))
+    assert "no Jaccard threshold: pairs were accepted by containment" in text
+    assert "threshold 0." not in text and "class 0:" in text  # a curve per size class, no threshold line
+
+
 def test_side_by_side_marks_words_on_each_side():
     left, right = side_by_side("a b c d <x>", "a b z d <x> e")
     assert left == "a b <del>c</del> d &lt;x&gt;" and right == "a b <ins>z</ins> d &lt;x&gt; <ins>e</ins>"

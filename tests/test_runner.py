@@ -48,11 +48,18 @@ def test_the_runner_times_counts_and_releases(spark):
     assert run.kept == [] and not df.is_cached
 
 
-def test_a_cutting_runner_checkpoints_instead(spark):
+def _stored_rdds(spark) -> set[int]:
+    return {info.id() for info in spark.sparkContext._jsc.sc().getRDDStorageInfo()}
+
+
+def test_a_cutting_runner_checkpoints_and_releases_the_blocks(spark):
+    before = _stored_rdds(spark)
     run = Runner(spark, cut=True)
     df, n = run.counted(spark.range(5).selectExpr("id * 2 AS x"))
-    assert n == 5 and run.kept == []  # a local checkpoint is not unpersisted by the run
-    assert "LogicalRDD" in df._jdf.queryExecution().logical().toString()  # the lineage is cut
+    assert n == 5 and "LogicalRDD" in df._jdf.queryExecution().logical().toString()  # the lineage is cut
+    assert _stored_rdds(spark) - before  # its blocks are stored
+    run.release()
+    assert not (_stored_rdds(spark) - before) and run.kept == []  # and dropped on release
 
 
 def test_materialise_follows_the_checkpoint_setting(spark):
@@ -145,3 +152,12 @@ def test_the_summary_of_each_kind_of_run(report, first, has):
 
     lines = summary_lines(report)
     assert lines[0].startswith(first) and has in "\n".join(lines) and len(lines) <= 30
+
+
+def test_a_report_pickles_and_copies():
+    import copy
+    import pickle
+
+    report = Report(counts={"documents": 3}, stage_seconds={"read": 0.5}, advice=["a note"], mode="append")
+    for again in (pickle.loads(pickle.dumps(report)), copy.deepcopy(report)):
+        assert again.as_dict() == report.as_dict() and again.advice == ("a note",)

@@ -68,6 +68,7 @@ from neardup_spark.stages.pipeline import (
     Matches,
     checked_documents,
     deduplicate,
+    lsh_report,
     match,
     sketched,
     with_doc_ids,
@@ -605,7 +606,7 @@ def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, r
     report = run.report(
         mode="append",
         replayed=False,
-        lsh=plan.lsh.as_dict(),
+        lsh=lsh_report(plan),
         config=to_dict(cfg),
         index={"path": cfg.index.path, "version": manifest["version"], "part": part, "batch": fingerprint,
                "documents": manifest["documents"]},

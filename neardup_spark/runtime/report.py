@@ -83,6 +83,10 @@ class Report(Mapping):
     def __repr__(self) -> str:
         return self.summary()
 
+    def __reduce__(self):
+        # Pickling and deep copies go through the JSON content (read-only mappings do not pickle).
+        return _report_from, (self.as_dict(),)
+
     def __getitem__(self, key: str) -> Any:
         return self.as_dict()[key]
 
@@ -91,6 +95,10 @@ class Report(Mapping):
 
     def __len__(self) -> int:
         return len(self.as_dict())
+
+
+def _report_from(data: dict) -> Report:
+    return Report(**data)
 
 
 def _n(value: Any) -> str:

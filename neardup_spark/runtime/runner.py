@@ -47,6 +47,16 @@ def materialise(df: DataFrame, how: str = KEEP) -> DataFrame:
     return df.persist(CACHE_LEVEL)
 
 
+def _drop_checkpoint(df: DataFrame) -> None:
+    """Remove the stored blocks of a local checkpoint (a DataFrame over a checkpointed RDD)."""
+    try:
+        plan = df._jdf.queryExecution().logical()
+        if plan.getClass().getSimpleName() == "LogicalRDD":
+            plan.rdd().unpersist(False)
+    except Exception:  # Spark Connect (no JVM handle), or another plan: Spark's cleaner drops it later
+        pass
+
+
 class Runner:
     """Stage names, wall times, kept frames and figures of one run (see the module doc).
 
@@ -85,8 +95,7 @@ class Runner:
         """df materialised by this run's policy: lazily (its next action computes it), or
         `now` (one count job), for a frame read twice by one job or numbered by position."""
         kept = materialise(df, LOCAL if self.cut else KEEP)
-        if not self.cut:
-            self.kept.append(kept)
+        self.kept.append(kept)
         if now:
             kept.count()
         return kept
@@ -101,9 +110,13 @@ class Runner:
         return kept, n
 
     def release(self) -> None:
-        """Unpersist every frame kept so far."""
+        """Drop every frame kept so far: persisted frames are unpersisted, and the blocks of
+        local checkpoints removed (a long-lived session, e.g. a notebook running an append
+        every night, would otherwise hold them until the JVM's garbage collector runs)."""
         for df in self.kept:
             df.unpersist()
+            if self.cut:
+                _drop_checkpoint(df)
         self.kept.clear()
 
     def report(self, **sections: Any) -> Report:

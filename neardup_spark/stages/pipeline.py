@@ -296,7 +296,7 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     report = run.report(
         neardup_spark_version=__version__,
         spark_version=raw.sparkSession.version,
-        lsh=_lsh_report(plan),
+        lsh=lsh_report(plan),
         advice=notes.result(),
         boilerplate=v.prep.boilerplate,
         config=to_dict(cfg),
@@ -307,7 +307,8 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, run.kept)
 
 
-def _lsh_report(plan: Plan) -> dict:
+def lsh_report(plan: Plan) -> dict:
+    """The report's `lsh` section: the matcher's parameters."""
     cfg, m = plan.cfg, plan.matcher
     if m.simhash is not None:
         return m.simhash.as_dict()

@@ -63,6 +63,9 @@ def open_output(spark: SparkSession, path: str) -> RunOutput:
         raise InputError(f"{path} holds no finished run (no readable report.json)")
     if "config" not in report:
         raise InputError(f"{path}/report.json has no config section; inspect reads a run's output directory")
+    if report.get("mode") == "append":
+        raise InputError(f"{path} is a nightly append's output (its batch only, not whole clusters); "
+                         "write the index's clusters with `neardup index export` or look at a full run")
     return RunOutput(path, from_dict(report["config"]), report)
 
 
@@ -103,8 +106,9 @@ def sample_clusters(spark: SparkSession, out: RunOutput, n: int, lo: float = 0.0
     quota = -(-n // strata)
     order = Window.partitionBy("_bin").orderBy(F.rand(seed), C.CLUSTER_ID)
     ranked = per_cluster.withColumn("_r", F.row_number().over(order))
-    drawn = ranked.where(F.col("_r") <= quota).orderBy(C.JACCARD, C.CLUSTER_ID).limit(n).collect()
-    return [r[C.CLUSTER_ID] for r in drawn]
+    # Round-robin over the bins (first draw of each, then second...), so a small n still spans them.
+    drawn = ranked.where(F.col("_r") <= quota).orderBy("_r", "_bin").limit(n).collect()
+    return [r[C.CLUSTER_ID] for r in sorted(drawn, key=lambda r: (r[C.JACCARD], r[C.CLUSTER_ID]))]
 
 
 def members(spark: SparkSession, out: RunOutput, cluster, max_members: int = MAX_MEMBERS) -> pd.DataFrame:
@@ -119,6 +123,9 @@ def members(spark: SparkSession, out: RunOutput, cluster, max_members: int = MAX
     if size == 0:
         raise InputError(f"no cluster {cluster!r} in {out.path}/clusters")
     keeper_row = clusters.where(F.col(C.IS_KEEPER)).select(C.DOC_ID).collect()
+    if len(keeper_row) != 1:
+        raise InputError(f"cluster {cluster!r} in {out.path}/clusters has {len(keeper_row)} keepers, not one: "
+                         "not a full run's clusters table")
     keeper = keeper_row[0][0]
     shown = clusters.where(~F.col(C.IS_KEEPER)).orderBy(C.DOC_ID).limit(max_members).toPandas()
     keeper_frame = clusters.where(F.col(C.IS_KEEPER)).toPandas()

@@ -60,10 +60,10 @@ def collect(spark: SparkSession, out: RunOutput, report: dict, per_stratum: int 
     size_counts = sorted((int(r["size"]), int(r["count"])) for r in sizes.groupBy("size").count().collect())
     top = sizes.where(F.col("size") > 1).orderBy(F.col("size").desc(), C.CLUSTER_ID).limit(largest).collect()
 
-    threshold = _threshold(report)
-    width = (1.0 - threshold) / strata if threshold < 1.0 else 1.0 / strata
+    floor = _threshold(report) or 0.0  # strata span [threshold, 1], or all of [0, 1] without one
+    width = (1.0 - floor) / strata if floor < 1.0 else 1.0 / strata
     order = Window.partitionBy("_s").orderBy(F.rand(seed), C.DOC_A, C.DOC_B)
-    stratum = F.least(F.floor((F.col(C.JACCARD) - threshold) / width), F.lit(strata - 1))
+    stratum = F.least(F.floor((F.col(C.JACCARD) - floor) / width), F.lit(strata - 1))
     drawn = (near.withColumn("_s", F.greatest(stratum, F.lit(0)))
              .withColumn("_r", F.row_number().over(order)).where(F.col("_r") <= per_stratum)
              .orderBy(C.JACCARD, C.DOC_A).collect())
@@ -90,10 +90,14 @@ def collect(spark: SparkSession, out: RunOutput, report: dict, per_stratum: int 
     )
 
 
-def _threshold(report: dict) -> float:
+def _threshold(report: dict) -> float | None:
+    """The run's Jaccard threshold; None for a run that matched by containment or SimHash
+    (its pairs' Jaccard may lie anywhere)."""
     lsh = report.get("lsh") or {}
     if "threshold" in lsh:
         return float(lsh["threshold"])
+    if lsh.get("mode") == "containment" or lsh.get("method") == "simhash":
+        return None
     return float(((report.get("config") or {}).get("verify") or {}).get("threshold", 0.5))
 
 
@@ -138,6 +142,10 @@ def render(data: PageData) -> str:
     """The page's HTML: inline CSS and SVG only, no script, no external reference."""
     report = data.report
     threshold = _threshold(report)
+    if threshold is None:
+        marked, span = "no Jaccard threshold: pairs were accepted by containment or SimHash", "from 0 to 1"
+    else:
+        marked, span = f"the threshold {threshold:g} is marked", "between the threshold and 1"
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width,initial-scale=1'>",
@@ -149,7 +157,7 @@ def render(data: PageData) -> str:
         f"<pre>{_e(chr(10).join(summary_lines(report)))}</pre>",
         "<div class='grid'>",
         f"<div class='card'><b>S-curve</b><div class='meta'>Probability that a pair of Jaccard s becomes a "
-        f"candidate; the threshold {threshold:g} is marked.</div>{_s_curve(report, threshold)}</div>",
+        f"candidate; {marked}.</div>{_s_curve(report, threshold)}</div>",
         f"<div class='card'><b>Jaccard of verified pairs and of random pairs</b><div class='meta'>"
         f"{sum(data.near_bins):,} verified near pairs (and {data.exact_pairs:,} exact copies, not shown); "
         f"{len(data.random_jaccards):,} random pairs of documents. Random pairs far below the threshold "
@@ -159,7 +167,7 @@ def render(data: PageData) -> str:
         f"<div class='card'><b>Largest clusters</b>{_largest(data.largest)}</div>",
         "</div>",
         "<h2>Verified pairs across Jaccard strata</h2>",
-        "<div class='meta'>Sampled from each band of Jaccard between the threshold and 1; words only in the "
+        f"<div class='meta'>Sampled from each band of Jaccard {span}; words only in the "
         "left text are <del>struck</del>, words only in the right text are <ins>marked</ins>.</div>",
         _samples(data.samples),
         "</body></html>",
@@ -189,7 +197,7 @@ def _svg(w: int, h: int, body: list[str]) -> str:
             + "".join(body) + "</svg>")
 
 
-def _s_curve(report: dict, threshold: float) -> str:
+def _s_curve(report: dict, threshold: float | None) -> str:
     lsh = report.get("lsh") or {}
     curves = []
     if "bands" in lsh and "rows" in lsh:
@@ -209,12 +217,13 @@ def _s_curve(report: dict, threshold: float) -> str:
         colour = colours[i % len(colours)]
         body.append(f"<polyline fill='none' stroke='{colour}' stroke-width='2' points='{pts}'/>")
         body.append(f"<text x='{w - 12}' y='{24 + 14 * i}' text-anchor='end' fill='{colour}'>{_e(label)}</text>")
-    body.append(f"<line x1='{x(threshold):.1f}' y1='8' x2='{x(threshold):.1f}' y2='{h - pad}' stroke='#111' "
-                f"stroke-dasharray='4 3'/><text x='{x(threshold) + 4:.1f}' y='20'>threshold {threshold:g}</text>")
+    if threshold is not None:
+        body.append(f"<line x1='{x(threshold):.1f}' y1='8' x2='{x(threshold):.1f}' y2='{h - pad}' stroke='#111' "
+                    f"stroke-dasharray='4 3'/><text x='{x(threshold) + 4:.1f}' y='20'>threshold {threshold:g}</text>")
     return _svg(w, h, body)
 
 
-def _histograms(data: PageData, threshold: float) -> str:
+def _histograms(data: PageData, threshold: float | None) -> str:
     rand = [0] * BINS
     for j in data.random_jaccards:
         rand[min(int(j * BINS), BINS - 1)] += 1
@@ -236,8 +245,9 @@ def _histograms(data: PageData, threshold: float) -> str:
         if near_share[i]:
             body.append(f"<rect x='{x0:.1f}' y='{y(near_share[i]):.1f}' width='{bw * 0.9:.1f}' "
                         f"height='{h - pad - y(near_share[i]):.1f}' fill='#2563eb' fill-opacity='0.75'/>")
-    tx = pad + threshold * (w - pad - 8)
-    body.append(f"<line x1='{tx:.1f}' y1='8' x2='{tx:.1f}' y2='{h - pad}' stroke='#111' stroke-dasharray='4 3'/>")
+    if threshold is not None:
+        tx = pad + threshold * (w - pad - 8)
+        body.append(f"<line x1='{tx:.1f}' y1='8' x2='{tx:.1f}' y2='{h - pad}' stroke='#111' stroke-dasharray='4 3'/>")
     body.append(f"<text x='{w - 12}' y='22' text-anchor='end' fill='#2563eb'>verified pairs</text>"
                 f"<text x='{w - 12}' y='36' text-anchor='end' fill='#64748b'>random pairs</text>")
     return _svg(w, h, body)
