@@ -28,7 +28,8 @@ from neardup_spark.runtime.paths import local_path
 from neardup_spark.runtime.progress import Progress, progress_to
 from neardup_spark.runtime.report import Report
 from neardup_spark.runtime.runner import Runner
-from neardup_spark.runtime.session import is_local_master, master_of
+from neardup_spark.runtime.session import input_bytes_of, is_local_master, master_of
+from neardup_spark.runtime.sizing import sized
 from neardup_spark.runtime.storage import checkpoint_dir, probe_executor_writes
 from neardup_spark.stages import pipeline
 from neardup_spark.stages.components import check_backend
@@ -92,7 +93,8 @@ def deduplicate(df: DataFrame, config: Config | None = None, **settings: Any) ->
     `options`. The result's DataFrames are persisted: call
     `result.unpersist()` when done. Nothing is written.
     """
-    return pipeline.deduplicate(df, resolve(options(config, **settings)))
+    with sized(df.sparkSession):
+        return pipeline.deduplicate(df, resolve(options(config, **settings)))
 
 
 def read(spark: SparkSession, config: Config) -> DataFrame:
@@ -126,7 +128,7 @@ def run(spark: SparkSession, cfg: Config) -> Report:
         raise
     # The checkpoints stay until the tables are written: a cached frame evicted meanwhile
     # is recomputed from them.
-    with checkpoint_dir(spark, cfg, cfg.output.path):
+    with checkpoint_dir(spark, cfg, cfg.output.path), sized(spark, input_bytes_of(cfg.input)):
         result = pipeline.deduplicate(raw, plan)
         writing = Runner(spark)
         with writing.stage("write"):
@@ -169,13 +171,15 @@ def review_page(spark: SparkSession, output: str, *, per_stratum: int = 3) -> st
 
 def build_index(spark: SparkSession, cfg: Config, output: str | None = None) -> Report:
     """A new archive index at cfg.index.path from cfg.input (and, with `output`, a run's tables there)."""
-    return nightly.build(spark, resolve(cfg), output)
+    with sized(spark, input_bytes_of(cfg.input)):
+        return nightly.build(spark, resolve(cfg), output)
 
 
 def append(spark: SparkSession, cfg: Config) -> Report:
     """cfg.input as tonight's batch: checked against the index at cfg.index.path, written to
     cfg.output.path and appended to the index in one commit."""
-    return nightly.append(spark, resolve(cfg))
+    with sized(spark, input_bytes_of(cfg.input)):
+        return nightly.append(spark, resolve(cfg))
 
 
 def export(spark: SparkSession, index_path: str, output: str, mode: str = "errorifexists") -> int:
@@ -186,7 +190,9 @@ def export(spark: SparkSession, index_path: str, output: str, mode: str = "error
 def calibrate(df: DataFrame, config: Config | None = None, *, pairs: int = 5000, seed: int = 1,
               margin: float = 0.05, floor: float = 0.3, **settings: Any) -> _calibrate.Calibration:
     """The random-pair Jaccard distribution of `df`, and the threshold and (bands, rows) it suggests."""
-    return _calibrate.calibrate(df, options(config, **settings), pairs=pairs, seed=seed, margin=margin, floor=floor)
+    with sized(df.sparkSession):
+        return _calibrate.calibrate(df, options(config, **settings), pairs=pairs, seed=seed, margin=margin,
+                                    floor=floor)
 
 
 def evaluate(clusters: DataFrame, labels: DataFrame, **kwargs: Any) -> dict:

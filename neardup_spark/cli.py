@@ -316,9 +316,9 @@ def _in_session(cfg: Config, work, preload: str = ""):
     import importlib
     import threading
 
-    from neardup_spark.runtime.session import local_input_bytes, owned_session
+    from neardup_spark.runtime.session import input_bytes_of, owned_session
 
-    size = None if cfg.input.format == "table" else local_input_bytes(cfg.input.path)
+    size = input_bytes_of(cfg.input)
     loader = threading.Thread(target=importlib.import_module, args=(preload,), daemon=True) if preload else None
     if loader is not None:
         loader.start()

@@ -187,7 +187,7 @@ class SparkConfig:
     # "": $SPARK_REMOTE if set, else a classic session.
     remote: str = ""
     app_name: str = "neardup-spark"
-    shuffle_partitions: int = 0  # 0 leaves Spark's setting alone
+    shuffle_partitions: int = 0  # 0: the session's own if someone set it, else sized for the run
     conf: Mapping[str, str] = field(default_factory=dict)
     # Local mode, JVM started by neardup: keep a class-data archive of the
     # driver JVM (see runtime.session.class_archive): the JVM starts seconds faster.

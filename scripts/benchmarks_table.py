@@ -391,14 +391,22 @@ def _components(data: dict) -> tuple[str, str, str]:
                                                             "master": data.get("master")})
 
 
+def _no_config(data: dict) -> bool:
+    """A comparison of one tree with its tuned config file (old) against none at all (new)."""
+    return data.get("new_config") == "none"
+
+
 def _compare(data: dict, path: Path) -> tuple[str, str, str]:
     label = re.sub(rf"^compare-{data.get('docs')}-?", "", path.stem)
-    figures = (f"median new/old {data.get('median_ratio_new_to_old')} ({_s(data.get('median_new_seconds'))} against "
+    sides = "no config/conf/local.toml" if _no_config(data) else "new/old"
+    figures = (f"median {sides} {data.get('median_ratio_new_to_old')} ({_s(data.get('median_new_seconds'))} against "
                f"{_s(data.get('median_old_seconds'))}, {len(data.get('pairs', []))} alternating pairs)")
     names = label.split("-") if label else []
-    old = f"CHECKOUT_OF_{names[0]}" if names else "OLD_CHECKOUT"
+    old = "." if _no_config(data) else f"CHECKOUT_OF_{names[0]}" if names else "OLD_CHECKOUT"
     values = {"old": old, "docs": data.get("docs"), "pairs": len(data.get("pairs", [])),
               "master": data.get("master"), "threshold": data.get("threshold"), "label": label}
+    if _no_config(data):
+        values["new_config"] = "none"
     corpus = f"seven-edit corpus, {_docs(data.get('docs'))} docs{_where(data)}"
     return corpus, figures, command("compare", values)
 
@@ -456,8 +464,8 @@ def _group(path: Path, data: Any) -> tuple[str, str]:
         return bench, f"peers: {', '.join(tools) or 'neardup'}" + ("" if variant == "ascii" else f" ({variant})")
     if bench == "quality" and data.get("method") not in (None, "minhash"):
         return bench, f"quality ({data.get('method')})"
-    if bench == "compare" and data.get("docs"):
-        return bench, f"compare ({_docs(data['docs'])})"  # a row per corpus size
+    if bench == "compare" and data.get("docs"):  # a row per corpus size, and for runs without a config
+        return bench, f"compare{' defaults' if _no_config(data) else ''} ({_docs(data['docs'])})"
     return bench, bench
 
 

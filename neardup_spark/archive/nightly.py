@@ -62,6 +62,7 @@ from neardup_spark.stages.components import check_backend, connected_components,
 from neardup_spark.stages.exact import text_digest
 from neardup_spark.stages.keepers import TEXT_LEN, keeper_columns, ranked
 from neardup_spark.runtime.report import Report
+from neardup_spark.runtime import sizing
 from neardup_spark.runtime.runner import Runner
 from neardup_spark.stages.pipeline import (
     CLUSTER_COLUMNS,
@@ -607,6 +608,7 @@ def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, r
         mode="append",
         replayed=False,
         lsh=lsh_report(plan),
+        sizing=sizing.describe(spark).as_dict(),
         config=to_dict(cfg),
         index={"path": cfg.index.path, "version": manifest["version"], "part": part, "batch": fingerprint,
                "documents": manifest["documents"]},

@@ -33,7 +33,7 @@ def _plain(value: Any) -> Any:
 WIDTH = 100  # the summary's advice is wrapped at this many characters
 
 _ORDER = ("mode", "replayed", "neardup_spark_version", "spark_version", "lsh", "advice", "counts",
-          "boilerplate", "work", "stage_seconds", "config", "index", "plots", "wall_seconds", "output")
+          "boilerplate", "work", "stage_seconds", "config", "sizing", "index", "plots", "wall_seconds", "output")
 
 
 @dataclass(frozen=True, repr=False)
@@ -54,6 +54,7 @@ class Report(Mapping):
     advice: tuple | None = None  # notes on the parameters (plan.advice)
     boilerplate: Mapping[str, Any] | None = None
     config: Mapping[str, Any] | None = None
+    sizing: Mapping[str, Any] | None = None  # the shuffle partitions (and driver heap) used, and why
     index: Mapping[str, Any] | None = None  # the archive index written or appended to
     plots: tuple | None = None
     wall_seconds: float | None = None
@@ -171,8 +172,19 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
                                subsequent_indent="          ")
     if report.get("stage_seconds"):
         lines.append(_times(report["stage_seconds"], report.get("wall_seconds")))
+    lines += _sizing(report.get("sizing") or {})
     if report.get("output"):
         lines.append(f"output    {report['output']}  (report.json beside the tables)")
     elif (report.get("index") or {}).get("path"):
         lines.append(f"index     {report['index']['path']}")
     return lines
+
+
+def _sizing(sizing: Mapping[str, Any]) -> list[str]:
+    """The Spark settings the run sized (or found set), as one line."""
+    if not sizing:
+        return []
+    parts = [f"{sizing['shuffle_partitions']} shuffle partitions ({sizing.get('shuffle_partitions_from', 'set')})"]
+    if sizing.get("driver_memory"):
+        parts.append(f"driver {sizing['driver_memory']} ({sizing.get('driver_memory_from', 'set')})")
+    return textwrap.wrap("; ".join(parts), WIDTH, initial_indent="spark     ", subsequent_indent="          ")

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from pyspark import StorageLevel
+from pyspark import SparkContext, StorageLevel
 from pyspark.sql import SparkSession
 
 from neardup_spark.config import SparkConfig
+from neardup_spark.runtime import sizing
 
 LOCAL_DEFAULTS = {
     "spark.ui.enabled": "false",
@@ -67,14 +68,19 @@ def master_of(spark: SparkSession) -> str:
         return ""
 
 
-def session_settings(spark_cfg: SparkConfig, java_options: str = "") -> tuple[str, dict[str, str]]:
-    """(master, the settings a new session gets): local-mode defaults, then cfg.spark's,
-    with `java_options` added to the driver JVM's own."""
+def session_settings(spark_cfg: SparkConfig, java_options: str = "", input_bytes: int | None = None,
+                     fresh: bool = True) -> tuple[str, dict[str, str]]:
+    """(master, the settings a new session gets): local-mode defaults, then cfg.spark's, then
+    (local mode, a `fresh` JVM: not one already running) shuffle partitions and driver heap
+    sized for `input_bytes` of input where cfg.spark names neither (see `sizing`), with
+    `java_options` added to the driver JVM's own."""
     master = planned_master(spark_cfg)
     settings = dict(LOCAL_DEFAULTS) if master.startswith("local") else {}
     if spark_cfg.shuffle_partitions:
         settings["spark.sql.shuffle.partitions"] = str(spark_cfg.shuffle_partitions)
     settings.update(spark_cfg.conf)
+    if fresh and not under_spark_submit():
+        settings.update(sizing.local_settings(master, settings, input_bytes))
     if java_options:
         own = settings.get(DRIVER_JAVA_OPTIONS, "")
         settings[DRIVER_JAVA_OPTIONS] = f"{own} {java_options}".strip()
@@ -82,7 +88,7 @@ def session_settings(spark_cfg: SparkConfig, java_options: str = "") -> tuple[st
 
 
 def build_session(spark_cfg: SparkConfig, checkpoint_dir: str | None = None,
-                  java_options: str = "") -> SparkSession:
+                  java_options: str = "", input_bytes: int | None = None) -> SparkSession:
     """A session as cfg.spark asks; local[*] when no master is named and none is given to us.
 
     Executors' Python is pinned to this interpreter (PYSPARK_PYTHON) unless the
@@ -94,7 +100,8 @@ def build_session(spark_cfg: SparkConfig, checkpoint_dir: str | None = None,
     if remote_of(spark_cfg):
         return connect_session(spark_cfg)
     builder = SparkSession.builder.appName(spark_cfg.app_name)
-    master, settings = session_settings(spark_cfg, java_options)
+    fresh = SparkContext._active_spark_context is None  # else getOrCreate keeps the running one's
+    master, settings = session_settings(spark_cfg, java_options, input_bytes, fresh)
     if master:
         builder = builder.master(master)
     for key, value in settings.items():
@@ -159,7 +166,7 @@ def owned_session(spark_cfg: SparkConfig, input_bytes: int | None = None) -> Ite
     if existing is None:
         options.append(jit_options(spark_cfg, input_bytes))
         options.append(log_options(spark_cfg))
-    spark = build_session(spark_cfg, java_options=" ".join(o for o in options if o))
+    spark = build_session(spark_cfg, java_options=" ".join(o for o in options if o), input_bytes=input_bytes)
     interrupted = False
     try:
         yield spark
@@ -230,6 +237,11 @@ def jit_options(spark_cfg: SparkConfig, input_bytes: int | None) -> str:
     if spark_cfg.jit == "c1" or (input_bytes is not None and input_bytes < SHORT_RUN_BYTES):
         return _C1_ONLY
     return ""
+
+
+def input_bytes_of(input_cfg) -> int | None:
+    """Bytes of a run's local input (cfg.input); None for tables, globs and URLs."""
+    return None if input_cfg.format == "table" else local_input_bytes(input_cfg.path)
 
 
 def local_input_bytes(path: str) -> int | None:

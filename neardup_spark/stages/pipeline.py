@@ -28,6 +28,7 @@ from neardup_spark.config import Config, to_dict
 from neardup_spark.plan import Plan
 from neardup_spark.runtime.parallel import in_background
 from neardup_spark.runtime.report import Report
+from neardup_spark.runtime import sizing
 from neardup_spark.runtime.runner import Runner
 from neardup_spark.stages import boilerplate
 from neardup_spark.stages import containment
@@ -296,6 +297,7 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     report = run.report(
         neardup_spark_version=__version__,
         spark_version=raw.sparkSession.version,
+        sizing=sizing.describe(raw.sparkSession).as_dict(),
         lsh=lsh_report(plan),
         advice=notes.result(),
         boilerplate=v.prep.boilerplate,

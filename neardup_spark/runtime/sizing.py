@@ -1,0 +1,189 @@
+"""Settings a run sizes for itself when nobody set them.
+
+Spark's defaults are sized for a cluster: 200 shuffle partitions and, in local
+mode, a 1 GiB driver heap that is the whole executor. On two cores, a 100k run
+with them took three times as long as with conf/local.toml (the verify and
+components stages scheduled 200 tiny tasks a shuffle). A run now sizes:
+
+- shuffle partitions: PARTITIONS_PER_CORE a core (local[N]: N; elsewhere the
+  session's default parallelism, which is the cluster's executor cores), and
+  more when the local input is large (one per BYTES_PER_PARTITION);
+- the driver heap of a local JVM that neardup starts: DRIVER_BYTES_PER_INPUT_BYTE
+  times the local input, at least MIN_DRIVER_BYTES, at most half the machine.
+
+An explicit setting always wins: `[spark] shuffle_partitions`, a `spark.*` key
+in `[spark] conf`, `--conf` of spark-submit or the session's builder, a value
+set on the session (anything but Spark's default 200), `SPARK_DRIVER_MEMORY`.
+The run's report says what it used and why (`Sizing.as_dict`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+DRIVER_MEMORY = "spark.driver.memory"
+SPARK_DEFAULT_PARTITIONS = "200"
+
+PARTITIONS_PER_CORE = 4
+BYTES_PER_PARTITION = 256 * 2**20
+MIN_DRIVER_BYTES = 4 * 2**30
+DRIVER_BYTES_PER_INPUT_BYTE = 4
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What a run used: shuffle partitions (and the driver heap when neardup started the
+    JVM), and whether each was sized here or set by someone."""
+
+    shuffle_partitions: int
+    partitions_from: str  # "set" | "sized: ..." (why)
+    driver_memory: str = ""
+    memory_from: str = ""
+
+    def as_dict(self) -> dict:
+        out = {"shuffle_partitions": self.shuffle_partitions, "shuffle_partitions_from": self.partitions_from}
+        if self.driver_memory:
+            out.update(driver_memory=self.driver_memory, driver_memory_from=self.memory_from)
+        return out
+
+
+def local_cores(master: str) -> int | None:
+    """The task slots of a local master (local, local[N], local[N,F], local[*]); None otherwise."""
+    if master == "local":
+        return 1
+    found = re.fullmatch(r"local\[(\*|\d+)(?:,\s*\d+)?\]", master.strip())
+    if not found:
+        return None
+    return os.cpu_count() or 1 if found.group(1) == "*" else max(1, int(found.group(1)))
+
+
+def partitions_for(cores: int, input_bytes: int | None = None) -> int:
+    """Shuffle partitions for `cores` task slots and `input_bytes` of input (None: unknown)."""
+    by_cores = PARTITIONS_PER_CORE * max(1, cores)
+    by_bytes = math.ceil(input_bytes / BYTES_PER_PARTITION) if input_bytes else 0
+    return max(by_cores, by_bytes)
+
+
+def physical_memory() -> int | None:
+    """Bytes of RAM on this machine; None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def driver_memory_for(input_bytes: int | None, physical: int | None) -> str:
+    """The driver heap (as spark.driver.memory, in whole GiB) of a local JVM for
+    `input_bytes` of input on a machine with `physical` bytes of RAM."""
+    want = math.ceil(max(MIN_DRIVER_BYTES, DRIVER_BYTES_PER_INPUT_BYTE * (input_bytes or 0)) / GIB)
+    if physical:
+        want = min(want, physical // 2 // GIB)
+    return f"{max(1, want)}g"
+
+
+def _why(cores: int, where: str, input_bytes: int | None) -> str:
+    size = f", {input_bytes / 2**20:,.0f} MB of input" if input_bytes else ""
+    return f"sized for {where}: {cores} cores{size}"
+
+
+# A session neardup builds records what it sized, and why, for the run's report.
+SIZED_PARTITIONS = "spark.neardup.sized.partitions"
+SIZED_MEMORY = "spark.neardup.sized.memory"
+
+
+def local_settings(master: str, settings: dict[str, str], input_bytes: int | None) -> dict[str, str]:
+    """The sized settings a new local session gets, for those of SHUFFLE_PARTITIONS and
+    DRIVER_MEMORY that neither `settings` (the session's, so far) nor the environment name."""
+    cores = local_cores(master)
+    if cores is None:
+        return {}
+    sized: dict[str, str] = {}
+    if SHUFFLE_PARTITIONS not in settings:
+        sized[SHUFFLE_PARTITIONS] = str(partitions_for(cores, input_bytes))
+        sized[SIZED_PARTITIONS] = _why(cores, master, input_bytes)
+    if DRIVER_MEMORY not in settings and not _driver_memory_in_environment():
+        physical = physical_memory()
+        sized[DRIVER_MEMORY] = driver_memory_for(input_bytes, physical)
+        ram = f", {physical / GIB:,.0f} GiB of RAM" if physical else ""
+        sized[SIZED_MEMORY] = f"sized for {(input_bytes or 0) / 2**20:,.0f} MB of input{ram}"
+    return sized
+
+
+def _driver_memory_in_environment() -> bool:
+    return bool(os.environ.get("SPARK_DRIVER_MEMORY")) or "--driver-memory" in os.environ.get(
+        "PYSPARK_SUBMIT_ARGS", "")
+
+
+def _launch_conf(spark):
+    try:
+        return spark.sparkContext.getConf()
+    except Exception:  # Spark Connect: no SparkContext
+        return None
+
+
+def explicit_partitions(spark) -> bool:
+    """True when someone chose the session's shuffle partitions: at launch (builder,
+    spark-submit --conf, spark-defaults.conf) or on the session (anything but Spark's 200).
+    Under Spark Connect only the latter can be told."""
+    value = str(spark.conf.get(SHUFFLE_PARTITIONS, SPARK_DEFAULT_PARTITIONS)).strip()
+    if value != SPARK_DEFAULT_PARTITIONS:
+        return True
+    conf = _launch_conf(spark)
+    return conf is not None and conf.contains(SHUFFLE_PARTITIONS)
+
+
+def session_partitions(spark, input_bytes: int | None = None) -> tuple[int, str] | None:
+    """(partitions, why) sized for a session whose shuffle partitions nobody chose; None when
+    someone did, or when it cannot be told (Spark Connect: the server's setting stands)."""
+    if explicit_partitions(spark):
+        return None
+    try:
+        context = spark.sparkContext
+    except Exception:  # Spark Connect
+        return None
+    cores = local_cores(context.master)
+    where = context.master if cores is not None else "the default parallelism"
+    cores = cores if cores is not None else context.defaultParallelism
+    return partitions_for(cores, input_bytes), _why(cores, where, input_bytes)
+
+
+def _conf(spark, key: str) -> str:
+    try:
+        return str(spark.conf.get(key, "") or "")
+    except Exception:  # a key a Spark Connect server will not show
+        return ""
+
+
+def describe(spark) -> Sizing:
+    """What the session uses now, and why, for the report."""
+    from neardup_spark.runtime.routing import shuffle_partitions
+
+    memory = _conf(spark, DRIVER_MEMORY)
+    return Sizing(shuffle_partitions(spark), _conf(spark, SIZED_PARTITIONS) or "set", memory,
+                  _conf(spark, SIZED_MEMORY) or ("set" if memory else ""))
+
+
+@contextmanager
+def sized(spark, input_bytes: int | None = None) -> Iterator[Sizing]:
+    """Within the block, a session whose shuffle partitions nobody chose uses sized ones
+    (then set back: a notebook's session is the user's); yields what the run uses."""
+    chosen = session_partitions(spark, input_bytes)
+    if chosen is None:
+        yield describe(spark)
+        return
+    parts, why = chosen
+    before = spark.conf.get(SHUFFLE_PARTITIONS, SPARK_DEFAULT_PARTITIONS)
+    spark.conf.set(SHUFFLE_PARTITIONS, str(parts))
+    spark.conf.set(SIZED_PARTITIONS, why)
+    try:
+        yield describe(spark)
+    finally:
+        spark.conf.set(SHUFFLE_PARTITIONS, before)
+        spark.conf.unset(SIZED_PARTITIONS)

@@ -1,0 +1,98 @@
+"""Settings a run sizes for itself: shuffle partitions and the local driver heap."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neardup_spark.config import SparkConfig
+from neardup_spark.runtime import session, sizing
+from neardup_spark.runtime.routing import shuffle_partitions
+
+SAMPLE = Path(__file__).resolve().parents[1] / "neardup_spark" / "data" / "sample.jsonl.gz"
+GIB = 2**30
+
+
+@pytest.mark.parametrize("master, cores", [("local", 1), ("local[3]", 3), ("local[2, 4]", 2),
+                                           ("local[*]", os.cpu_count()), ("spark://h:7077", None),
+                                           ("yarn", None), ("local-cluster[2,1,1024]", None)])
+def test_local_cores(master, cores):
+    assert sizing.local_cores(master) == cores
+
+
+def test_partitions_grow_with_cores_then_with_input():
+    assert sizing.partitions_for(2) == 8
+    assert sizing.partitions_for(2, 100 * 2**20) == 8
+    assert sizing.partitions_for(2, 12 * GIB) == 48  # one a 256 MiB of input beyond 4 a core
+    assert sizing.partitions_for(64, 12 * GIB) == 256
+
+
+def test_driver_heap_grows_with_input_and_stays_within_half_the_machine():
+    assert sizing.driver_memory_for(None, 24 * GIB) == "4g"
+    assert sizing.driver_memory_for(120 * 2**20, 24 * GIB) == "4g"
+    assert sizing.driver_memory_for(int(1.2 * GIB), 24 * GIB) == "5g"
+    assert sizing.driver_memory_for(12 * GIB, 24 * GIB) == "12g"
+    assert sizing.driver_memory_for(None, 4 * GIB) == "2g"
+    assert sizing.driver_memory_for(None, None) == "4g"
+
+
+def test_a_new_local_session_is_sized_unless_the_user_says(monkeypatch):
+    monkeypatch.delenv("SPARK_DRIVER_MEMORY", raising=False)
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
+    for var in ("PYSPARK_GATEWAY_PORT", "DATABRICKS_RUNTIME_VERSION"):
+        monkeypatch.delenv(var, raising=False)
+    _, plain = session.session_settings(SparkConfig(master="local[2]"), input_bytes=3 * GIB)
+    assert plain[sizing.SHUFFLE_PARTITIONS] == "12"
+    assert plain[sizing.DRIVER_MEMORY] == sizing.driver_memory_for(3 * GIB, sizing.physical_memory())
+    assert "local[2]: 2 cores" in plain[sizing.SIZED_PARTITIONS]
+    _, given = session.session_settings(SparkConfig(master="local[2]", shuffle_partitions=3,
+                                                    conf={"spark.driver.memory": "7g"}))
+    assert given[sizing.SHUFFLE_PARTITIONS] == "3" and given[sizing.DRIVER_MEMORY] == "7g"
+    assert sizing.SIZED_PARTITIONS not in given and sizing.SIZED_MEMORY not in given
+    _, running = session.session_settings(SparkConfig(master="local[2]"), fresh=False)
+    assert sizing.SHUFFLE_PARTITIONS not in running  # getOrCreate would override the running session's
+    _, cluster = session.session_settings(SparkConfig(master="spark://h:7077"))
+    assert sizing.SHUFFLE_PARTITIONS not in cluster and sizing.DRIVER_MEMORY not in cluster
+    monkeypatch.setenv("SPARK_DRIVER_MEMORY", "9g")
+    _, env = session.session_settings(SparkConfig(master="local[2]"))
+    assert sizing.DRIVER_MEMORY not in env
+
+
+def test_a_session_whose_partitions_were_chosen_keeps_them(spark):
+    before = spark.conf.get(sizing.SHUFFLE_PARTITIONS)
+    with sizing.sized(spark, 10 * GIB) as used:
+        assert spark.conf.get(sizing.SHUFFLE_PARTITIONS) == before
+    assert used.shuffle_partitions == int(before) and used.partitions_from == "set"
+
+
+def test_an_unchosen_setting_is_sized_for_the_run_and_set_back(spark, monkeypatch):
+    monkeypatch.setattr(sizing, "explicit_partitions", lambda s: False)
+    before = spark.conf.get(sizing.SHUFFLE_PARTITIONS)
+    cores = sizing.local_cores(spark.sparkContext.master)
+    with sizing.sized(spark, 3 * GIB) as used:
+        assert shuffle_partitions(spark) == used.shuffle_partitions == sizing.partitions_for(cores, 3 * GIB)
+        assert used.partitions_from.startswith("sized for local[")
+    assert spark.conf.get(sizing.SHUFFLE_PARTITIONS) == before
+    assert spark.conf.get(sizing.SIZED_PARTITIONS, "") == ""
+
+
+def test_explicit_means_launch_conf_or_not_spark_default(spark):
+    assert sizing.explicit_partitions(spark)  # the tests' session sets it at launch
+
+
+def test_a_run_without_config_sizes_itself_and_says_so(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "NEARDUP_LOG_DIR": str(tmp_path / "logs")}
+    for var in ("SPARK_DRIVER_MEMORY", "PYSPARK_SUBMIT_ARGS"):
+        env.pop(var, None)
+    proc = subprocess.run([sys.executable, "-m", "neardup_spark.cli", "run", "--input", str(SAMPLE), "--format",
+                           "jsonl", "--output", str(out), "--master", "local[2]"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    used = json.loads((out / "report.json").read_text())["sizing"]
+    assert used["shuffle_partitions"] == 8 and used["shuffle_partitions_from"].startswith("sized for local[2]")
+    assert used["driver_memory"] == "4g" and used["driver_memory_from"].startswith("sized for")
+    assert "spark     8 shuffle partitions (sized for local[2]: 2 cores" in proc.stdout
