@@ -42,7 +42,7 @@ def _add_shingle_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=["jaccard", "containment"], help="match.mode (default jaccard)")
     p.add_argument("--containment-threshold", type=float, help="containment mode: |A n B| / |A| needed (default 0.8)")
     p.add_argument("--seed", type=int, help="MinHash seed (minhash.seed)")
-    p.add_argument("--shingle-unit", choices=["word", "char"])
+    p.add_argument("--shingle-unit", choices=["auto", "word", "char"])
     p.add_argument("--k", type=int, help="shingle size in words (or characters)")
 
 

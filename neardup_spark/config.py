@@ -32,7 +32,7 @@ class ConfigError(NeardupError, ValueError):
 
 
 INPUT_FORMATS = ("parquet", "jsonl", "json", "table", "delta")
-SHINGLE_UNITS = ("word", "char")
+SHINGLE_UNITS = ("auto", "word", "char")
 CLUSTER_BACKENDS = ("dataframe", "graphframes")
 CHECKPOINT_MODES = ("local", "reliable", "none")
 KEEPER_RULES = ("earliest", "source_priority", "longest", "smallest_id")
@@ -81,7 +81,7 @@ class BoilerplateConfig:
 
 @dataclass(frozen=True)
 class ShingleConfig:
-    unit: str = "word"  # "word" k-shingles, or "char" n-grams for short texts
+    unit: str = "auto"  # words, and characters of scripts written without spaces; "word"; "char" n-grams
     k: int = 5
 
 

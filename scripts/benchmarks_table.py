@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 OUTPUT = ROOT / "BENCHMARKS.md"
 PYTHON = ".venv/bin/python"
-ORDER = ("scale", "peers", "signatures", "nightly", "skew", "boilerplate", "quality", "simhash", "components",
-         "review", "compare")
+ORDER = ("scale", "peers", "signatures", "nightly", "skew", "boilerplate", "quality", "scripts", "simhash",
+         "components", "review", "compare")
 PEERS = {"neardup": "neardup", "mllib": "MLlib", "text-dedup": "text-dedup"}
 
 
@@ -367,6 +367,19 @@ def _quality(data: dict) -> tuple[str, str, str]:
         command("quality", values)
 
 
+def _scripts(data: dict) -> tuple[str, str, str]:
+    scripts = data["scripts"]
+    parts = []
+    for run in data["runs"]:
+        each = ", ".join(f"{s} {_f(run[s]['precision'], 3)}/{_f(run[s]['recall'], 3)}" for s in scripts)
+        parts.append(f"{run['unit']} k={run['k']}: {each}")
+    corpus = (f"seven-edit corpora of {', '.join(scripts)} run together, {_docs(data.get('docs_per_script'))} docs "
+              f"each, {data.get('words')} words, threshold {data.get('threshold')}")
+    values = {"docs_per_script": data.get("docs_per_script"), "scripts": ",".join(scripts),
+              "words": data.get("words"), "threshold": data.get("threshold"), "master": data.get("master")}
+    return corpus, "pair precision/recall per script: " + "; ".join(parts), command("scripts", values)
+
+
 def _simhash(data: dict) -> tuple[str, str, str]:
     parts, specs = [], []
     for row in data["rows"]:
@@ -431,7 +444,7 @@ def _review(data: dict) -> tuple[str, str, str]:
 SUMMARIES: dict[str, Callable[[dict], tuple[str, str, str]]] = {
     "scale": _scale, "peers": _peers, "signatures": _signatures, "nightly": _nightly, "skew": _skew,
     "boilerplate": _boilerplate, "quality": _quality, "simhash": _simhash, "components": _components,
-    "review": _review,
+    "review": _review, "scripts": _scripts,
 }
 
 

@@ -153,3 +153,86 @@ def test_utf8_word_units_hash_every_token_as_the_code_point_path_does(punctuatio
 def test_utf8_word_units_of_nothing():
     got, offsets = H.utf8_word_units(np.zeros(0, np.uint8), np.zeros(3, np.int64))
     assert got.size == 0 and offsets.tolist() == [0, 0, 0]
+
+
+def _unspaced_char(ch: str) -> bool:
+    return any(lo <= ord(ch) <= hi for lo, hi in H.UNSPACED_BLOCKS)
+
+
+def py_script_words(text: str) -> list[str]:
+    """The oracle of `script_units`: space-separated words, each character of a script
+    written without spaces split off as a word of its own."""
+    out = []
+    for word in text.split():
+        run = ""
+        for ch in word:
+            if _unspaced_char(ch):
+                if run:
+                    out.append(run)
+                    run = ""
+                out.append(ch)
+            else:
+                run += ch
+        if run:
+            out.append(run)
+    return out
+
+
+def test_unspaced_scripts_are_found_by_block():
+    samples = {"新": True, "の": True, "カ": True, "ไ": True, "ລ": True, "ក": True, "က": True, "ཀ": True,
+               "𠀀": True, "한": False, "a": False, "é": False, "я": False, "ا": False, "न": False, "1": False,
+               "€": False, "。": False}
+    cps = np.array([ord(c) for c in samples], dtype=np.uint32)
+    assert H.unspaced(cps).tolist() == list(samples.values())
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_script_units_split_unspaced_characters_and_keep_words(k):
+    rng = np.random.default_rng(10 + k)
+    han = [chr(c) for c in rng.integers(0x4E00, 0x9FFF, size=300)]
+    thai = [chr(c) for c in rng.integers(0x0E01, 0x0E2E, size=40)]
+    latin = [f"w{i}" for i in range(100)]
+    pieces = han + thai + latin + ["日本語", "ünï", "x新y"]
+    texts = ["".join(rng.choice(pieces, size=rng.integers(0, 50))) if i % 3 else
+             " ".join(rng.choice(pieces, size=rng.integers(0, 50))) for i in range(300)]
+    got = kernel_sets(texts, unit="auto", k=k)
+    for text, s in zip(texts, got):
+        words = py_script_words(text)
+        oracle = {tuple(words[i:i + k]) for i in range(len(words) - k + 1)} if len(words) >= k else (
+            {tuple(words)} if words else set())
+        assert len(s) == len(oracle)
+    # A unit is the same word wherever it stands: the kernel's Jaccard is the oracle's.
+    for i in range(0, 300, 13):
+        for j in range(1, 300, 17):
+            a, b = [py_script_words(texts[x]) for x in (i, j)]
+            sa = {tuple(a[p:p + k]) for p in range(len(a) - k + 1)} if len(a) >= k else ({tuple(a)} if a else set())
+            sb = {tuple(b[p:p + k]) for p in range(len(b) - k + 1)} if len(b) >= k else ({tuple(b)} if b else set())
+            if sa | sb:
+                assert len(got[i] & got[j]) / len(got[i] | got[j]) == pytest.approx(
+                    len(sa & sb) / len(sa | sb), abs=1e-12)
+
+
+def test_auto_units_of_space_written_text_are_its_words():
+    rng = np.random.default_rng(3)
+    texts = [t.replace("日本", "nihon") for t in random_texts(rng, 200)] + ["naïve café € 3 — done", "", "x",
+                                                                          "Привет мир", "नमस्ते दुनिया", "한국어 문장"]
+    assert kernel_sets(texts, unit="auto") == kernel_sets(texts, unit="word")
+
+
+@pytest.mark.parametrize("unit", ["word", "auto"])
+def test_the_sketch_gives_auto_the_code_point_paths_sets(unit):
+    """The sketch reads words from UTF-8 and takes the code-point path only for a group with
+    unspaced characters; either way the sets are the oracle path's (hashing.shingle_codepoints)."""
+    from neardup_spark.config import NormaliseConfig
+    from neardup_spark.kernels.normalise import normalised_codepoints
+    from neardup_spark.kernels.sketch import shingle_sets
+
+    opts = NormaliseConfig()
+    texts = ["Plain English text, with words and more words.", "新华社北京电 今天发布了新的规定。", "",
+             "Mixed 日本語のテキスト and English", "ภาษาไทยไม่มีช่องว่าง ระหว่างคำ"]
+    got = shingle_sets(texts, opts, unit, 5, 1)
+    values, offsets = H.shingle_codepoints(*normalised_codepoints(texts, opts), unit, 5, 1)
+    want = [values[offsets[i]:offsets[i + 1]] for i in range(len(texts))]
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    alone = shingle_sets(texts[:1], opts, unit, 5, 1)  # a group without unspaced text: the UTF-8 path
+    assert np.array_equal(alone[0], got[0])

@@ -310,3 +310,34 @@ def test_python_workers_are_warmed_once_per_session(spark):
     first.join(timeout=120)
     assert not first.is_alive()
     assert warm_python_workers(spark) is first
+
+
+def test_default_shingles_find_copies_in_scripts_written_without_spaces(spark):
+    """English, Chinese and Thai stories with the seven edits, run as one archive: the default
+    ("auto") finds every copy in each script; plain word shingles lose the Chinese and Thai
+    whitespace, reorder and 5%-replace copies (a clause is one "word")."""
+    import pandas as pd
+
+    from neardup_spark.tools.evaluate import pair_scores
+
+    frames = []
+    for i, script in enumerate(("latin", "han", "thai")):
+        docs = pd.DataFrame(corpus.generate(corpus.CorpusSpec(n_docs=240, seed=20 + i, script=script, words=150)))
+        frames.append(docs.assign(id=docs["id"] + 1000 * i, group=script + docs["group"], script=script))
+    docs = pd.concat(frames, ignore_index=True)
+    frame = spark.createDataFrame(docs[["id", "text"]])
+    labels = docs.set_index("id")
+    recall = {}
+    for unit in ("auto", "word"):
+        result = deduplicate(frame, Config().with_overrides({"shingle.unit": unit}))
+        clusters = result.clusters.select("doc_id", "cluster_id").toPandas().set_index("doc_id")["cluster_id"]
+        result.unpersist()
+        for script in ("latin", "han", "thai"):
+            mine = labels.index[labels["script"] == script]
+            scores = pair_scores(clusters.loc[mine], labels.loc[mine, "group"])
+            recall[unit, script] = scores.recall
+            assert scores.precision == 1.0, (unit, script)
+        assert pair_scores(clusters, labels["group"]).precision == 1.0  # no cluster across scripts
+    assert all(recall["auto", s] >= 0.98 for s in ("latin", "han", "thai")), recall
+    assert recall["word", "latin"] == recall["auto", "latin"]
+    assert recall["word", "han"] < 0.9 and recall["word", "thai"] < 0.9, recall

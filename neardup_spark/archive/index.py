@@ -97,7 +97,8 @@ def check_params(manifest: dict, plan: Plan) -> None:
     if diffs:
         raise IndexError_(
             "parameters differ from those the index was built with (a silent mix would give clusters no run "
-            "could reproduce): " + "; ".join(diffs)
+            "could reproduce): " + "; ".join(diffs) + ". Set them to the index's values (in a --config file "
+            "or by flag), or build a new index"
         )
 
 

@@ -161,6 +161,47 @@ def string_hashes(texts: Sequence[str]) -> np.ndarray:
     return mix64(((prefix[ends] - prefix[starts]) * inv[starts]) ^ (ends - starts).astype(_U64))
 
 
+# Scripts written without spaces between words (first and last code point of each block):
+# in `script_units` each of their characters is a unit of its own.
+UNSPACED_BLOCKS = (
+    (0x0E00, 0x0EFF),  # Thai, Lao
+    (0x0F00, 0x0FFF),  # Tibetan
+    (0x1000, 0x109F),  # Myanmar
+    (0x1780, 0x17FF),  # Khmer
+    (0x19E0, 0x19FF),  # Khmer symbols
+    (0x2E80, 0x2FDF),  # CJK and Kangxi radicals
+    (0x3040, 0x312F),  # Hiragana, Katakana, Bopomofo
+    (0x31A0, 0x31FF),  # Bopomofo extended, CJK strokes, Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0x20000, 0x3FFFF),  # CJK extensions B and later
+)
+_UNSPACED_EDGES = np.array([edge for lo, hi in UNSPACED_BLOCKS for edge in (lo, hi + 1)], dtype=np.int64)
+# Every such character is U+0E00 or above: three or four bytes in UTF-8, led by 0xE0 or more.
+UNSPACED_MIN_LEAD = 0xE0
+
+
+def unspaced(cps: np.ndarray) -> np.ndarray:
+    """True for each code point of a script written without spaces (UNSPACED_BLOCKS)."""
+    return np.searchsorted(_UNSPACED_EDGES, cps.astype(np.int64), side="right") % 2 == 1
+
+
+def script_units(cps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`word_units` where every character of a script written without spaces (Han, kana,
+    Thai, Lao, Khmer, Myanmar, Tibetan) is a word of its own: space-written text gives
+    exactly its `word_units`, and a clause of Chinese is as many units as characters
+    rather than one. Mixed text mixes both, per character."""
+    mask = unspaced(cps)
+    if not mask.any():
+        return word_units(cps, offsets)
+    before = np.zeros(cps.size + 1, dtype=np.int64)  # such characters before each position
+    np.cumsum(mask, out=before[1:])
+    spaced = np.full(cps.size + 2 * int(before[-1]), SPACE, dtype=cps.dtype)
+    spaced[np.arange(cps.size) + 2 * before[:-1] + mask] = cps  # a space either side of each
+    return word_units(spaced, offsets + 2 * before[offsets])
+
+
 def char_units(cps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Code points as the units of character n-grams."""
     return cps.astype(_U64), offsets
@@ -265,8 +306,12 @@ def _distinct(values: np.ndarray, bounds: np.ndarray, per_text: np.ndarray,
 def shingle_codepoints(cps: np.ndarray, offsets: np.ndarray, unit: str, k: int, seed: int,
                        with_counts: bool = False) -> tuple[np.ndarray, ...]:
     """Normalised texts as code points -> (uint32 distinct shingle values, offsets[, counts])."""
-    units, unit_offsets = (word_units if unit == "word" else char_units)(cps, offsets)
+    units, unit_offsets = UNITS[unit](cps, offsets)
     return shingle_hashes(units, unit_offsets, k, seed, with_counts)
+
+
+# What a shingle is made of, by [shingle] unit.
+UNITS = {"word": word_units, "auto": script_units, "char": char_units}
 
 
 def join_sets(parts: Sequence[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:

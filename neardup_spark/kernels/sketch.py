@@ -228,11 +228,13 @@ def _utf8_digests(data: np.ndarray, offsets: np.ndarray) -> list[bytes | None]:
 def _normalised_units(texts: list[str | bytes], opts: NormaliseConfig, unit: str,
                       valid_utf8: bool = False) -> tuple[list[bytes | None], np.ndarray, np.ndarray]:
     """Raw texts -> (exact-pass digests, shingle units, per-text unit offsets). Words
-    are found in UTF-8; character units need code points."""
+    are found in UTF-8 (also by "auto" when no text of the group has a character of a
+    script written without spaces); other units need code points."""
     data, offsets = normalised_utf8(texts, opts, valid_utf8)
-    if unit == "word":
-        return (_utf8_digests(data, offsets), *hashing.utf8_word_units(data, offsets))
-    return (_utf8_digests(data, offsets), *hashing.char_units(*utf8_codepoints(data, offsets)))
+    digests = _utf8_digests(data, offsets)
+    if unit == "word" or (unit == "auto" and not (data >= hashing.UNSPACED_MIN_LEAD).any()):
+        return (digests, *hashing.utf8_word_units(data, offsets))
+    return (digests, *hashing.UNITS[unit](*utf8_codepoints(data, offsets)))
 
 
 def _shingled(texts: list[str | bytes], opts: NormaliseConfig, unit: str, k: int, seed: int,
@@ -243,7 +245,7 @@ def _shingled(texts: list[str | bytes], opts: NormaliseConfig, unit: str, k: int
     bytes for bytes (the grouping bounds memory, it does not change the result)."""
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     parts, digests = [], []
-    chunk = hashing.TOKEN_CHARS if unit == "word" else hashing.CHUNK_CHARS
+    chunk = hashing.CHUNK_CHARS if unit == "char" else hashing.TOKEN_CHARS
     for lo, hi in hashing.ranges_under(lengths, chunk):
         found, units, unit_offsets = _normalised_units(texts[lo:hi], opts, unit, valid_utf8)
         digests += found

@@ -67,23 +67,46 @@ class CorpusSpec:
     vocab_size: int = 30_000
     big_clusters: tuple[int, ...] = ()  # sizes of stories copied many times (documents each)
     boilerplate_share: float = 0.0  # > 0: shared blocks are site boilerplate, this share of a median document
+    script: str = "latin"  # latin | han | thai: han and thai are written without spaces between words
+    vocabulary: tuple[str, ...] = ()  # real words, most frequent first, instead of made-up ones
+
+
+SCRIPTS = ("latin", "han", "thai")
+# Made-up words of the unspaced scripts: Han words of 1-4 characters from the first
+# HAN_CHARS ideographs; Thai words of 1-4 syllables (a consonant and a vowel sign).
+HAN_CHARS = 3000
+_THAI_CONSONANTS = [chr(c) for c in range(0x0E01, 0x0E2F)]
+_THAI_VOWELS = [chr(c) for c in (0x0E30, 0x0E31, 0x0E32, 0x0E34, 0x0E35, 0x0E36, 0x0E37, 0x0E38, 0x0E39)]
 
 
 class _Writer:
-    """Random article text from a Zipf-like vocabulary."""
+    """Random article text from a Zipf-like vocabulary, in one script."""
 
-    def __init__(self, rng: np.random.Generator, vocab_size: int):
+    def __init__(self, rng: np.random.Generator, vocab_size: int, script: str = "latin",
+                 vocabulary: tuple[str, ...] = ()):
         self.rng = rng
-        syl = np.array(_SYLLABLES)
-        n_syl = rng.integers(2, 5, size=vocab_size)
-        words = set()
-        out = []
-        for n in n_syl:
-            w = "".join(rng.choice(syl, size=n))
-            if w not in words:
-                words.add(w)
-                out.append(w)
+        self.script = script
+        self.spaced = script == "latin"
+        if vocabulary:
+            out = list(dict.fromkeys(w for w in vocabulary if w.strip()))[:vocab_size]
+        else:
+            if script == "han":
+                syl, n_syl = np.array([chr(0x4E00 + i) for i in range(HAN_CHARS)]), rng.choice(
+                    [1, 2, 3, 4], size=vocab_size, p=[0.15, 0.6, 0.2, 0.05])
+            elif script == "thai":
+                syl = np.array([c + v for c in _THAI_CONSONANTS for v in _THAI_VOWELS])
+                n_syl = rng.integers(1, 5, size=vocab_size)
+            else:
+                syl, n_syl = np.array(_SYLLABLES), rng.integers(2, 5, size=vocab_size)
+            words = set()
+            out = []
+            for n in n_syl:
+                w = "".join(rng.choice(syl, size=n))
+                if w not in words:
+                    words.add(w)
+                    out.append(w)
         self.vocab = np.array(out)
+        self.letters = sorted({ch for w in out for ch in w})
         ranks = np.arange(1, self.vocab.size + 1, dtype=float)
         p = 1.0 / ranks**0.9
         self.cdf = np.cumsum(p / p.sum())
@@ -94,6 +117,13 @@ class _Writer:
 
     def sentence(self) -> list[str]:
         return self.words(int(self.rng.integers(8, 21)))
+
+    def render(self, paragraphs: list[list[list[str]]]) -> str:
+        return render(paragraphs, self.script)
+
+    def mark(self) -> str:
+        """A letter that makes a word a new one ("word" edit)."""
+        return "q" if self.spaced else self.letters[-1]
 
     def article(self, n_words: int) -> list[list[list[str]]]:
         """Paragraphs of sentences of words, about n_words in all."""
@@ -110,8 +140,14 @@ class _Writer:
         return paragraphs
 
 
-def render(paragraphs: list[list[list[str]]]) -> str:
-    """Paragraphs -> text with capitalised sentences and full stops."""
+def render(paragraphs: list[list[list[str]]], script: str = "latin") -> str:
+    """Paragraphs -> text with capitalised sentences and full stops (latin), or, in a script
+    written without spaces, words run together: Han sentences end with "。", Thai ones with
+    a space."""
+    if script == "han":
+        return "\n\n".join("".join("".join(s) + "。" for s in para) for para in paragraphs)
+    if script == "thai":
+        return "\n\n".join(" ".join("".join(s) for s in para) for para in paragraphs)
     return "\n\n".join(" ".join(_sentence_text(s) for s in para) for para in paragraphs)
 
 
@@ -128,6 +164,10 @@ def _flat(paragraphs) -> list[str]:
 
 def apply_edit(edit: str, paragraphs, writer: _Writer, rng: np.random.Generator) -> str:
     """The text of one controlled edit of an article."""
+    if edit == "whitespace" and not writer.spaced:  # spaces and line breaks between some words
+        paras = [[[w + str(rng.choice(np.array(["", " ", "\n"]), p=[0.8, 0.15, 0.05])) for w in s] for s in para]
+                 for para in paragraphs]
+        return writer.render(paras)
     if edit == "whitespace":
         text = render(paragraphs)
         tokens = text.split(" ")
@@ -144,10 +184,13 @@ def apply_edit(edit: str, paragraphs, writer: _Writer, rng: np.random.Generator)
         i = int(rng.integers(len(s)))
         w = s[i]
         j = int(rng.integers(len(w)))
-        s[i] = w[:j] + ("x" if w[j] != "x" else "y") + w[j + 1 :]
+        if writer.spaced:
+            s[i] = w[:j] + ("x" if w[j] != "x" else "y") + w[j + 1 :]
+        else:
+            s[i] = w[:j] + (writer.letters[0] if w[j] != writer.letters[0] else writer.letters[1]) + w[j + 1 :]
     elif edit == "word":
         s = sentences[int(rng.integers(len(sentences)))]
-        s[int(rng.integers(len(s)))] = writer.words(1)[0] + "q"
+        s[int(rng.integers(len(s)))] = writer.words(1)[0] + writer.mark()
     elif edit == "reorder":
         for para in paras:
             if len(para) > 1:
@@ -165,10 +208,10 @@ def apply_edit(edit: str, paragraphs, writer: _Writer, rng: np.random.Generator)
     elif edit in ("append10", "append50"):
         share = 0.10 if edit == "append10" else 0.50
         extra = writer.article(max(1, round(share * len(_flat(paragraphs)))))
-        return render(paras) + "\n\n" + render(extra)
+        return writer.render(paras) + "\n\n" + writer.render(extra)
     else:
         raise ValueError(f"unknown edit {edit!r}")
-    return render(paras)
+    return writer.render(paras)
 
 
 def generate(spec: CorpusSpec = CorpusSpec()) -> Iterator[dict]:
@@ -179,7 +222,8 @@ def generate(spec: CorpusSpec = CorpusSpec()) -> Iterator[dict]:
     """
     _check(spec)
     rng = np.random.default_rng(spec.seed)
-    writer = _Writer(rng, spec.vocab_size)
+    writer = _Writer(rng, spec.vocab_size, spec.script, spec.vocabulary)
+    render = writer.render
     site = spec.boilerplate_share > 0
     if site:
         blocks = _site_blocks(spec, writer)
@@ -249,6 +293,8 @@ def generate(spec: CorpusSpec = CorpusSpec()) -> Iterator[dict]:
 def _check(spec: CorpusSpec) -> None:
     if spec.n_docs < 1:
         raise ValueError("n_docs must be >= 1")
+    if spec.script not in SCRIPTS:
+        raise ValueError(f"script must be one of {SCRIPTS}; got {spec.script!r}")
     if any(int(size) != size or size < 2 for size in spec.big_clusters):
         raise ValueError(f"big_clusters sizes must be integers >= 2; got {spec.big_clusters}")
     if sum(spec.big_clusters) > spec.n_docs:
