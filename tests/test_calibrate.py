@@ -54,12 +54,36 @@ def test_recommendation_sits_above_the_noise_and_catches_at_it():
     assert rec["recommended_threshold"] >= dist["p99"] + 0.05 - 1e-9
     assert rec["recommended_threshold"] >= dist["p99_9"]
     assert rec["p_candidate_at_threshold"] >= 0.95
-    noise = max(dist["p99"] + 0.05, dist["p99_9"])
+    assert rec["duplicate_looking_pairs"] == 0  # a tail of 2% of random pairs is noise, not duplicates
+    assert rec["noise_p99_upper"] >= dist["p99"]
+    noise = max(rec["noise_p99_upper"] + 0.05, dist["p99_9"])
     assert rec["recommended_threshold"] == pytest.approx(math.ceil(noise * 100) / 100)
     clean = calibrate.recommend(np.full(5000, 0.001), cfg, n_docs=1000)
     assert clean["recommended_threshold"] == 0.3 and "floor" in clean["why"]
     with pytest.raises(InputError):
         calibrate.distribution(np.zeros(0))
+
+
+@pytest.mark.parametrize("share", [0.0005, 0.002, 0.008])
+def test_duplicates_in_the_sample_are_set_aside_from_the_noise(share):
+    """A duplicate-dense sample draws some duplicates (up to ~0.3% of random pairs when every
+    document is in a story of 8 among 2,500): they are left out of the percentiles, so the
+    recommendation sits between the noise and the weakest duplicate."""
+    rng = np.random.default_rng(4)
+    noise = rng.beta(2, 60, size=3000)  # unrelated pairs: mean ~0.03, p99 ~0.09
+    dupes = rng.uniform(0.35, 1.0, size=max(1, round(share * 3000)))
+    values = rng.permutation(np.concatenate([noise, dupes]))
+    rec = calibrate.recommend(values, Config(), n_docs=2500, floor=0.0)
+    assert rec["duplicate_looking_pairs"] == dupes.size and rec["noise_pairs"] == noise.size
+    assert np.percentile(noise, 99) < rec["recommended_threshold"] < dupes.min()
+    assert rec["noise_p99_9"] is None  # 3,000 pairs put 3 values above a p99.9: not used
+    assert any("looked like duplicates" in w for w in rec["warnings"])
+    assert "below the gap" in rec["why"]
+
+
+def test_a_small_sample_is_warned_about():
+    rec = calibrate.recommend(np.linspace(0.0, 0.1, 500), Config(), n_docs=1000)
+    assert any("fewer than 10 values above their p99" in w for w in rec["warnings"])
 
 
 def test_score_labels_weights_strata_and_finds_the_flip():
@@ -134,3 +158,24 @@ def test_calibrate_errors_are_one_line(spark, tmp_path, capsys):
     assert "--range" in capsys.readouterr().err
     assert cli.main(["calibrate", "--labels", str(tmp_path / "missing.csv")]) == 2
     assert "cannot read labels" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("share", [0.01, 0.2, 0.8])
+def test_calibrate_sits_between_the_noise_and_the_weakest_duplicate(spark, share):
+    """1%, 20% and 80% of the documents in stories of 8: the recommendation (without the floor,
+    which would hide the method) is above the unrelated pairs' p99 and below every duplicate."""
+    from neardup_spark.kernels.sketch import shingle_sets
+
+    rows = pd.DataFrame(corpus.generate(corpus.CorpusSpec(n_docs=2500, seed=11, dup_share=share, words=200)))
+    cfg = Config()
+    rec = calibrate.calibrate(spark.createDataFrame(rows[["id", "text"]]), cfg, pairs=5000, seed=2, floor=0.0,
+                              top_lines=0).report
+    sets = [set(s.tolist()) for s in shingle_sets(list(rows["text"]), cfg.normalise, cfg.shingle.unit,
+                                                  cfg.shingle.k, cfg.minhash.seed)]
+    jac = lambda i, j: len(sets[i] & sets[j]) / len(sets[i] | sets[j])  # noqa: E731
+    stories = rows.index[rows["group"].str.startswith("s")].groupby(rows["group"][rows["group"].str.startswith("s")])
+    weakest = min(jac(i, j) for members in stories.values() for a, i in enumerate(members) for j in members[a + 1:])
+    rng = np.random.default_rng(0)
+    left, right = rng.integers(0, len(rows), size=(2, 4000))
+    unrelated = [jac(i, j) for i, j in zip(left, right) if rows["group"][i] != rows["group"][j]]
+    assert np.percentile(unrelated, 99) < rec["recommended_threshold"] < weakest

@@ -6,7 +6,9 @@ boilerplate lifts the Jaccard of unrelated pages. Two procedures transfer:
 - **Random pairs** (`random_pairs`): pairs of documents drawn at random are
   overwhelmingly unrelated in any real archive, so their exact Jaccard (on
   the configured normalisation, boilerplate stripping and shingles) is the
-  noise floor. `recommend` puts the threshold above its 99th percentile and
+  noise floor. `recommend` sets aside the sampled pairs that look like
+  duplicates (above a gap), puts the threshold above the upper confidence
+  bound of the rest's 99th percentile and
   picks the (b, r) that catch pairs at that threshold with probability
   >= 0.95, and estimates how many candidates the unrelated pairs will cost.
 - **Labels** (`labelling_sample`, `score_labels`): verified pairs drawn
@@ -75,27 +77,93 @@ def _round_up(x: float, step: float = 0.01) -> float:
     return round(min(1.0, math.ceil(round(x / step, 9)) * step), 10)
 
 
-def recommend(values: np.ndarray, cfg: Config, n_docs: int, margin: float = 0.05, floor: float = 0.3) -> dict:
+# A gap at least this wide between consecutive sampled Jaccards, above NOISE_SHARE of them,
+# is the valley between unrelated pairs and the duplicates a random sample also draws. Two
+# random documents are of one story with probability sum(size^2) / documents^2: 0.3% when
+# every document is in a story of 8 among 2,500; a tail of more than 1% is noise.
+VALLEY = 0.1
+NOISE_SHARE = 0.99
+# A percentile q rests on at least TAIL_VALUES sampled values above it, or it is not used.
+TAIL_VALUES = 10
+BOOTSTRAP = 200  # resamples for the p99's confidence interval
+CONFIDENCE = 0.95  # the p99's upper bound is this quantile of the bootstrap
+
+
+def split_noise(values: np.ndarray, valley: float = VALLEY) -> tuple[np.ndarray, np.ndarray]:
+    """(unrelated pairs, pairs that look like duplicates) of a random-pair Jaccard sample.
+
+    Random pairs are overwhelmingly unrelated, but a duplicate-dense sample also
+    draws some duplicates, far above the rest. They are the values above the
+    lowest gap of at least `valley` between consecutive sorted values, looked for
+    above the NOISE_SHARE-th of them; without such a gap, every value is noise."""
+    v = np.sort(values)
+    lo = int(math.ceil(NOISE_SHARE * v.size)) - 1
+    if v.size < 2 or lo >= v.size - 1:
+        return v, v[:0]
+    gaps = np.flatnonzero(np.diff(v[max(lo, 0):]) >= valley)
+    if not gaps.size:
+        return v, v[:0]
+    cut = max(lo, 0) + int(gaps[0]) + 1
+    return v[:cut], v[cut:]
+
+
+def enough_for(n: int, q: float) -> bool:
+    """Whether n sampled values put at least TAIL_VALUES above the q-th percentile."""
+    return n * (1.0 - q / 100.0) >= TAIL_VALUES
+
+
+def p99_upper(noise: np.ndarray, seed: int = 1) -> float:
+    """The upper CONFIDENCE bound of the noise's p99, by bootstrap."""
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, noise.size, size=(BOOTSTRAP, noise.size))
+    return float(np.quantile(np.percentile(noise[draws], 99.0, axis=1), CONFIDENCE))
+
+
+def recommend(values: np.ndarray, cfg: Config, n_docs: int, margin: float = 0.05, floor: float = 0.3,
+              seed: int = 1) -> dict:
     """The recommended threshold and (b, r) for a sample of random-pair Jaccards.
 
-    threshold = max(floor, round_up(max(p99 + margin, p99.9))): above nearly
-    every unrelated pair, with a margin for what the sample did not see. The
+    The pairs that look like duplicates (`split_noise`) are set aside; of the rest,
+    threshold = max(floor, round_up(max(upper bound of p99 + margin, p99.9))), with
+    p99.9 only when the sample has TAIL_VALUES values above it (10,000 pairs): above
+    nearly every unrelated pair, with a margin for what the sample did not see. The
     floor keeps it where banding stays affordable and where edited copies
     (sentence reorders sit near 0.5) are still found.
     """
-    dist = distribution(values)
-    noise = max(dist["p99"] + margin, dist["p99_9"])
-    threshold = max(floor, _round_up(noise))
+    distribution(values)  # refuses an empty sample
+    noise, dupes = split_noise(values)
+    upper = p99_upper(noise, seed)
+    deep = enough_for(noise.size, 99.9)
+    p999 = float(np.percentile(noise, 99.9))
+    level = max(upper + margin, p999) if deep else upper + margin
+    threshold = max(floor, _round_up(level))
+    why = (f"max(p99 upper bound {upper:.4f} + {margin:g}, p99.9 {p999:.4f})" if deep
+           else f"p99 upper bound {upper:.4f} + {margin:g}") + f" = {level:.4f}"
+    if dupes.size:
+        why += f", from the {noise.size:,} pairs below the gap at {dupes[0]:.3f}"
+    if threshold == floor and level < floor:
+        why += f"; raised to the floor {floor:g}"
+    warnings = []
+    if not enough_for(noise.size, 99.0):
+        warnings.append(f"{noise.size:,} unrelated pairs put fewer than {TAIL_VALUES} values above their p99: "
+                        f"sample at least {math.ceil(TAIL_VALUES / 0.01):,} pairs for a p99 to rest on")
+    if dupes.size:
+        warnings.append(f"{dupes.size:,} of {values.size:,} random pairs looked like duplicates (Jaccard "
+                        f"{dupes[0]:.3f}-{dupes[-1]:.3f}, above a gap of at least {VALLEY:g}) and were left out of "
+                        "the noise percentiles")
     num_perm = cfg.minhash.num_perm
     b, r = catching(threshold, num_perm, MIN_CATCH, cfg.lsh.far_fraction, cfg.lsh.max_far_probability)
-    p_random = np.array([candidate_probability(float(j), b, r) for j in values])
+    p_random = np.array([candidate_probability(float(j), b, r) for j in noise])
     all_pairs = n_docs * (n_docs - 1) // 2
     return {
         "recommended_threshold": threshold,
-        "why": (
-            f"max(p99 + {margin:g}, p99.9) = {noise:.4f}"
-            + (f"; raised to the floor {floor:g}" if threshold == floor and noise < floor else "")
-        ),
+        "why": why,
+        "noise_pairs": int(noise.size),
+        "duplicate_looking_pairs": int(dupes.size),
+        "noise_p99": round(float(np.percentile(noise, 99.0)), 6),
+        "noise_p99_upper": round(upper, 6),
+        "noise_p99_9": round(p999, 6) if deep else None,
+        "warnings": warnings,
         "bands": b,
         "rows": r,
         "num_perm": num_perm,
@@ -136,7 +204,7 @@ def calibrate(raw: DataFrame, cfg: Config, pairs: int = 5000, seed: int = 1, mar
             "sampled_documents": prep.counts["sampled_documents"],  # sketched (boilerplate figures: these only)
             "pairs": int(values.size),
             **distribution(values),
-            **recommend(values, cfg, n_docs, margin, floor),
+            **recommend(values, cfg, n_docs, margin, floor, seed),
             "boilerplate": prep.boilerplate,
             "share_at_or_above": {f"{t:.1f}": round(float((values >= t).mean()), 6) for t in (0.1, 0.2, 0.3, 0.5)},
         }
@@ -317,11 +385,12 @@ def format_report(rep: dict) -> str:
         f"LSH for it: bands {rep['bands']} x rows {rep['rows']} of {rep['num_perm']} permutations, "
         f"P(candidate) at the threshold {rep['p_candidate_at_threshold']:.4f}, S* {rep['s_star']:.4f}",
         f"unrelated pairs expected as candidates: ~{rep['expected_candidates_from_unrelated_pairs']:,}",
+        *(f"warning: {w}" for w in rep.get("warnings", [])),
     ]
     for line in rep.get("frequent_lines", []):
         lines.append(f"  ~{line['estimated_documents']:>9,} docs  {str(line['example'])[:70]!r}")
     if rep.get("frequent_lines"):
-        lines.insert(5, "most frequent lines (estimated documents; set boilerplate.min_docs between stories and these):")
+        lines.insert(5 + len(rep.get("warnings", [])), "most frequent lines (estimated documents; set boilerplate.min_docs between stories and these):")
     return "\n".join(lines)
 
 
