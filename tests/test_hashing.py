@@ -179,7 +179,7 @@ def py_script_words(text: str) -> list[str]:
 
 
 def test_unspaced_scripts_are_found_by_block():
-    samples = {"新": True, "の": True, "カ": True, "ไ": True, "ລ": True, "ក": True, "က": True, "ཀ": True,
+    samples = {"新": True, "の": True, "カ": True, "ไ": True, "ລ": True, "ក": True, "က": True, "ཀ": False,
                "𠀀": True, "한": False, "a": False, "é": False, "я": False, "ا": False, "न": False, "1": False,
                "€": False, "。": False}
     cps = np.array([ord(c) for c in samples], dtype=np.uint32)
@@ -236,3 +236,17 @@ def test_the_sketch_gives_auto_the_code_point_paths_sets(unit):
     assert all(np.array_equal(a, b) for a, b in zip(got, want))
     alone = shingle_sets(texts[:1], opts, unit, 5, 1)  # a group without unspaced text: the UTF-8 path
     assert np.array_equal(alone[0], got[0])
+    # English beside Chinese in one group: the same sets under "auto" as under "word".
+    worded = shingle_sets(texts, opts, "word", 5, 1)
+    assert np.array_equal(got[0], worded[0]) and np.array_equal(got[2], worded[2])
+
+
+def test_only_unspaced_scripts_take_the_code_point_path():
+    from neardup_spark.kernels.normalise import normalised_utf8
+    from neardup_spark.config import NormaliseConfig
+
+    def may(text):
+        return H.maybe_unspaced(normalised_utf8([text], NormaliseConfig())[0])
+
+    assert may("新华社") and may("ภาษาไทย") and may("カタカナ") and may("ລາວ") and may("ខ្មែរ") and may("မြန်မာ")
+    assert not any(may(t) for t in ("한국어 문장", "नमस्ते दुनिया", "Tiếng Việt", "Привет мир", "plain text"))

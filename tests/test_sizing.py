@@ -79,8 +79,83 @@ def test_an_unchosen_setting_is_sized_for_the_run_and_set_back(spark, monkeypatc
     assert spark.conf.get(sizing.SIZED_PARTITIONS, "") == ""
 
 
+class _Conf:
+    def __init__(self, values):
+        self.values = dict(values)
+
+    def get(self, key, default=None):
+        return self.values.get(key, default)
+
+    def set(self, key, value):
+        self.values[key] = value
+
+    def unset(self, key):
+        self.values.pop(key, None)
+
+    def contains(self, key):
+        return key in self.values
+
+
+class _Session:
+    """A session as `sizing` sees one: runtime conf, launch conf, master, default parallelism."""
+
+    def __init__(self, runtime=(), launch=(), master="local[2]", parallelism=2, connect=False):
+        self.conf, self._launch, self._connect = _Conf(runtime), _Conf(launch), connect
+        self.master, self.defaultParallelism = master, parallelism
+
+    @property
+    def sparkContext(self):
+        if self._connect:
+            raise RuntimeError("no SparkContext under Spark Connect")
+        return self
+
+    def getConf(self):
+        return self._launch
+
+
 def test_explicit_means_launch_conf_or_not_spark_default(spark):
     assert sizing.explicit_partitions(spark)  # the tests' session sets it at launch
+    assert sizing.explicit_partitions(_Session(launch={sizing.SHUFFLE_PARTITIONS: "200"}))  # spark-submit --conf
+    assert sizing.explicit_partitions(_Session(runtime={sizing.SHUFFLE_PARTITIONS: "32"}))
+    assert not sizing.explicit_partitions(_Session(runtime={sizing.SHUFFLE_PARTITIONS: "200"}))
+    assert not sizing.explicit_partitions(_Session())
+    assert sizing.session_partitions(_Session(connect=True)) is None  # the server's setting stands
+
+
+def test_a_cluster_is_never_sized_below_spark_default():
+    few = sizing.session_partitions(_Session(master="yarn", parallelism=2))
+    many = sizing.session_partitions(_Session(master="spark://h:7077", parallelism=400))
+    assert few[0] == 200 and many[0] == 1600 and "default parallelism" in many[1]
+
+
+def test_sized_sets_back_after_an_error_and_nests(monkeypatch):
+    monkeypatch.setattr(sizing, "_was_set", lambda s, k: False)
+    session = _Session()
+    with pytest.raises(ValueError):
+        with sizing.sized(session) as used:
+            assert session.conf.get(sizing.SHUFFLE_PARTITIONS) == "8" and used.shuffle_partitions == 8
+            with sizing.sized(session, 100 * GIB) as inner:  # inside a run: nothing changes
+                assert inner.shuffle_partitions == 8 and session.conf.get(sizing.SIZED_PARTITIONS)
+            assert session.conf.get(sizing.SIZED_PARTITIONS)
+            raise ValueError("a failed run")
+    assert session.conf.values == {}  # unset again, as it was
+    user = _Session(runtime={sizing.SHUFFLE_PARTITIONS: "200"})
+    monkeypatch.setattr(sizing, "_was_set", lambda s, k: True)
+    with sizing.sized(user):
+        assert user.conf.get(sizing.SHUFFLE_PARTITIONS) == "8"
+    assert user.conf.values == {sizing.SHUFFLE_PARTITIONS: "200"}
+
+
+def test_settings_spark_submit_reads_are_not_overridden(monkeypatch, tmp_path):
+    for var in ("SPARK_DRIVER_MEMORY", "PYSPARK_SUBMIT_ARGS", "SPARK_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert sizing.local_settings("local[2]", {}, None).keys() >= {sizing.SHUFFLE_PARTITIONS, sizing.DRIVER_MEMORY}
+    (tmp_path / "spark-defaults.conf").write_text("spark.sql.shuffle.partitions   64\n")
+    assert sizing.SHUFFLE_PARTITIONS not in sizing.local_settings("local[2]", {}, None)
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.driver.memory=8g pyspark-shell")
+    assert sizing.DRIVER_MEMORY not in sizing.local_settings("local[2]", {}, None)
+    assert sizing.DRIVER_MEMORY not in sizing.local_settings("local[2]", {}, None, heap=False)
 
 
 def test_a_run_without_config_sizes_itself_and_says_so(tmp_path):
@@ -94,5 +169,6 @@ def test_a_run_without_config_sizes_itself_and_says_so(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     used = json.loads((out / "report.json").read_text())["sizing"]
     assert used["shuffle_partitions"] == 8 and used["shuffle_partitions_from"].startswith("sized for local[2]")
-    assert used["driver_memory"] == "4g" and used["driver_memory_from"].startswith("sized for")
+    want = sizing.driver_memory_for(SAMPLE.stat().st_size, sizing.physical_memory())
+    assert used["driver_memory"] == want and used["driver_memory_from"].startswith("sized for")
     assert "spark     8 shuffle partitions (sized for local[2]: 2 cores" in proc.stdout

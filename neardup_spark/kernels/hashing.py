@@ -165,7 +165,6 @@ def string_hashes(texts: Sequence[str]) -> np.ndarray:
 # in `script_units` each of their characters is a unit of its own.
 UNSPACED_BLOCKS = (
     (0x0E00, 0x0EFF),  # Thai, Lao
-    (0x0F00, 0x0FFF),  # Tibetan
     (0x1000, 0x109F),  # Myanmar
     (0x1780, 0x17FF),  # Khmer
     (0x19E0, 0x19FF),  # Khmer symbols
@@ -177,9 +176,33 @@ UNSPACED_BLOCKS = (
     (0xF900, 0xFAFF),  # CJK compatibility ideographs
     (0x20000, 0x3FFFF),  # CJK extensions B and later
 )
+# (Tibetan is written with a syllable mark that normalisation makes a space: its words are found.)
 _UNSPACED_EDGES = np.array([edge for lo, hi in UNSPACED_BLOCKS for edge in (lo, hi + 1)], dtype=np.int64)
-# Every such character is U+0E00 or above: three or four bytes in UTF-8, led by 0xE0 or more.
-UNSPACED_MIN_LEAD = 0xE0
+
+
+def _utf8_prefix(cp: int) -> tuple[int, int]:
+    """The first two bytes of code point cp (U+0800 and above) in UTF-8."""
+    head = chr(cp).encode("utf-8")
+    return head[0], head[1]
+
+
+# The first two bytes of every character of UNSPACED_BLOCKS, as a lookup over
+# (lead << 8 | next): a group of texts with none of them needs no code points.
+_UNSPACED_PREFIXES = np.zeros(1 << 16, dtype=bool)
+for _lo, _hi in UNSPACED_BLOCKS:
+    for _cp in range(_lo, _hi + 1, 64 if _hi - _lo > 4096 else 1):
+        _UNSPACED_PREFIXES[int.from_bytes(bytes(_utf8_prefix(_cp)), "big")] = True
+    _UNSPACED_PREFIXES[int.from_bytes(bytes(_utf8_prefix(_hi)), "big")] = True
+
+
+def maybe_unspaced(data: np.ndarray) -> bool:
+    """Whether UTF-8 bytes may hold a character of UNSPACED_BLOCKS (by its first two bytes:
+    Hangul, Devanagari or Vietnamese text does not take the code-point path)."""
+    leads = np.flatnonzero(data[:-1] >= 0xE0)
+    if not leads.size:
+        return False
+    pairs = (data[leads].astype(np.int64) << 8) | data[leads + 1]
+    return bool(_UNSPACED_PREFIXES[pairs].any())
 
 
 def unspaced(cps: np.ndarray) -> np.ndarray:

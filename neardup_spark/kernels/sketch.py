@@ -232,7 +232,7 @@ def _normalised_units(texts: list[str | bytes], opts: NormaliseConfig, unit: str
     script written without spaces); other units need code points."""
     data, offsets = normalised_utf8(texts, opts, valid_utf8)
     digests = _utf8_digests(data, offsets)
-    if unit == "word" or (unit == "auto" and not (data >= hashing.UNSPACED_MIN_LEAD).any()):
+    if unit == "word" or (unit == "auto" and not hashing.maybe_unspaced(data)):
         return (digests, *hashing.utf8_word_units(data, offsets))
     return (digests, *hashing.UNITS[unit](*utf8_codepoints(data, offsets)))
 

@@ -69,18 +69,18 @@ def master_of(spark: SparkSession) -> str:
 
 
 def session_settings(spark_cfg: SparkConfig, java_options: str = "", input_bytes: int | None = None,
-                     fresh: bool = True) -> tuple[str, dict[str, str]]:
+                     fresh: bool = True, new_jvm: bool = True) -> tuple[str, dict[str, str]]:
     """(master, the settings a new session gets): local-mode defaults, then cfg.spark's, then
-    (local mode, a `fresh` JVM: not one already running) shuffle partitions and driver heap
-    sized for `input_bytes` of input where cfg.spark names neither (see `sizing`), with
-    `java_options` added to the driver JVM's own."""
+    (local mode, a `fresh` context: none running) shuffle partitions, and (a JVM not started
+    yet) the driver heap, sized for `input_bytes` of input where cfg.spark names neither (see
+    `sizing`), with `java_options` added to the driver JVM's own."""
     master = planned_master(spark_cfg)
     settings = dict(LOCAL_DEFAULTS) if master.startswith("local") else {}
     if spark_cfg.shuffle_partitions:
         settings["spark.sql.shuffle.partitions"] = str(spark_cfg.shuffle_partitions)
     settings.update(spark_cfg.conf)
     if fresh and not under_spark_submit():
-        settings.update(sizing.local_settings(master, settings, input_bytes))
+        settings.update(sizing.local_settings(master, settings, input_bytes, heap=new_jvm))
     if java_options:
         own = settings.get(DRIVER_JAVA_OPTIONS, "")
         settings[DRIVER_JAVA_OPTIONS] = f"{own} {java_options}".strip()
@@ -101,7 +101,8 @@ def build_session(spark_cfg: SparkConfig, checkpoint_dir: str | None = None,
         return connect_session(spark_cfg)
     builder = SparkSession.builder.appName(spark_cfg.app_name)
     fresh = SparkContext._active_spark_context is None  # else getOrCreate keeps the running one's
-    master, settings = session_settings(spark_cfg, java_options, input_bytes, fresh)
+    new_jvm = SparkContext._gateway is None  # a stopped context's JVM keeps its heap
+    master, settings = session_settings(spark_cfg, java_options, input_bytes, fresh, new_jvm)
     if master:
         builder = builder.master(master)
     for key, value in settings.items():

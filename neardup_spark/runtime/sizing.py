@@ -5,15 +5,18 @@ mode, a 1 GiB driver heap that is the whole executor. On two cores, a 100k run
 with them took three times as long as with conf/local.toml (the verify and
 components stages scheduled 200 tiny tasks a shuffle). A run now sizes:
 
-- shuffle partitions: PARTITIONS_PER_CORE a core (local[N]: N; elsewhere the
-  session's default parallelism, which is the cluster's executor cores), and
-  more when the local input is large (one per BYTES_PER_PARTITION);
+- shuffle partitions: PARTITIONS_PER_CORE a core (local[N]: N; on a cluster the
+  session's default parallelism, the executor cores registered so far, and never
+  fewer than Spark's 200 there), or one per BYTES_PER_PARTITION of local input
+  when that is more;
 - the driver heap of a local JVM that neardup starts: DRIVER_BYTES_PER_INPUT_BYTE
-  times the local input, at least MIN_DRIVER_BYTES, at most half the machine.
+  times the local input, at least MIN_DRIVER_BYTES, at most half the machine's
+  (or its container's) memory.
 
 An explicit setting always wins: `[spark] shuffle_partitions`, a `spark.*` key
-in `[spark] conf`, `--conf` of spark-submit or the session's builder, a value
-set on the session (anything but Spark's default 200), `SPARK_DRIVER_MEMORY`.
+in `[spark] conf`, `--conf` of spark-submit or the session's builder,
+PYSPARK_SUBMIT_ARGS, spark-defaults.conf, a value set on the session (anything
+but Spark's default 200), `SPARK_DRIVER_MEMORY`.
 The run's report says what it used and why (`Sizing.as_dict`).
 """
 
@@ -71,12 +74,24 @@ def partitions_for(cores: int, input_bytes: int | None = None) -> int:
     return max(by_cores, by_bytes)
 
 
+CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
 def physical_memory() -> int | None:
-    """Bytes of RAM on this machine; None where the OS does not say."""
+    """Bytes of RAM this process may use: the machine's, or its container's limit (cgroup v2
+    or v1) when that is lower; None where the OS does not say."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
-        return None
+        total = None
+    for path in CGROUP_LIMITS:
+        try:
+            text = open(path).read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and (total is None or int(text) < total):
+            total = int(text)
+    return total
 
 
 def driver_memory_for(input_bytes: int | None, physical: int | None) -> str:
@@ -88,9 +103,12 @@ def driver_memory_for(input_bytes: int | None, physical: int | None) -> str:
     return f"{max(1, want)}g"
 
 
+def _input(input_bytes: int | None) -> str:
+    return f", {input_bytes / 2**20:,.0f} MiB of input" if input_bytes else ""
+
+
 def _why(cores: int, where: str, input_bytes: int | None) -> str:
-    size = f", {input_bytes / 2**20:,.0f} MB of input" if input_bytes else ""
-    return f"sized for {where}: {cores} cores{size}"
+    return f"sized for {where}: {cores} cores{_input(input_bytes)}"
 
 
 # A session neardup builds records what it sized, and why, for the run's report.
@@ -98,27 +116,42 @@ SIZED_PARTITIONS = "spark.neardup.sized.partitions"
 SIZED_MEMORY = "spark.neardup.sized.memory"
 
 
-def local_settings(master: str, settings: dict[str, str], input_bytes: int | None) -> dict[str, str]:
+def local_settings(master: str, settings: dict[str, str], input_bytes: int | None,
+                   heap: bool = True) -> dict[str, str]:
     """The sized settings a new local session gets, for those of SHUFFLE_PARTITIONS and
-    DRIVER_MEMORY that neither `settings` (the session's, so far) nor the environment name."""
+    DRIVER_MEMORY (only with `heap`: a JVM not started yet) that neither `settings` (the
+    session's, so far) nor spark-submit's own sources (`set_outside`) name."""
     cores = local_cores(master)
     if cores is None:
         return {}
     sized: dict[str, str] = {}
-    if SHUFFLE_PARTITIONS not in settings:
+    if SHUFFLE_PARTITIONS not in settings and not set_outside(SHUFFLE_PARTITIONS):
         sized[SHUFFLE_PARTITIONS] = str(partitions_for(cores, input_bytes))
         sized[SIZED_PARTITIONS] = _why(cores, master, input_bytes)
-    if DRIVER_MEMORY not in settings and not _driver_memory_in_environment():
+    if heap and DRIVER_MEMORY not in settings and not set_outside(DRIVER_MEMORY):
         physical = physical_memory()
         sized[DRIVER_MEMORY] = driver_memory_for(input_bytes, physical)
         ram = f", {physical / GIB:,.0f} GiB of RAM" if physical else ""
-        sized[SIZED_MEMORY] = f"sized for {(input_bytes or 0) / 2**20:,.0f} MB of input{ram}"
+        sized[SIZED_MEMORY] = f"sized for {(input_bytes or 0) / 2**20:,.0f} MiB of input{ram}"
     return sized
 
 
-def _driver_memory_in_environment() -> bool:
-    return bool(os.environ.get("SPARK_DRIVER_MEMORY")) or "--driver-memory" in os.environ.get(
-        "PYSPARK_SUBMIT_ARGS", "")
+def set_outside(key: str) -> bool:
+    """Whether `key` is set where spark-submit reads it, not in our settings: PYSPARK_SUBMIT_ARGS
+    (--conf key=..., or --driver-memory), SPARK_DRIVER_MEMORY, or spark-defaults.conf (of
+    SPARK_CONF_DIR, else SPARK_HOME/conf)."""
+    args = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+    if re.search(rf"(?:^|\s){re.escape(key)}\s*=", args):
+        return True
+    if key == DRIVER_MEMORY and (os.environ.get("SPARK_DRIVER_MEMORY") or "--driver-memory" in args):
+        return True
+    folder = os.environ.get("SPARK_CONF_DIR") or (
+        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else "")
+    try:
+        lines = open(os.path.join(folder, "spark-defaults.conf")).read().splitlines() if folder else []
+    except OSError:
+        lines = []
+    return any(line.split()[:1] == [key] or line.strip().startswith(key + "=") for line in lines)
 
 
 def _launch_conf(spark):
@@ -149,9 +182,13 @@ def session_partitions(spark, input_bytes: int | None = None) -> tuple[int, str]
     except Exception:  # Spark Connect
         return None
     cores = local_cores(context.master)
-    where = context.master if cores is not None else "the default parallelism"
-    cores = cores if cores is not None else context.defaultParallelism
-    return partitions_for(cores, input_bytes), _why(cores, where, input_bytes)
+    if cores is not None:
+        return partitions_for(cores, input_bytes), _why(cores, context.master, input_bytes)
+    # A cluster's default parallelism counts the executors registered now: with dynamic
+    # allocation that can be 2. Never fewer than Spark's own 200 there.
+    cores = context.defaultParallelism
+    parts = max(int(SPARK_DEFAULT_PARTITIONS), partitions_for(cores, input_bytes))
+    return parts, f"sized for {cores} cores of default parallelism{_input(input_bytes)}, at least 200"
 
 
 def _conf(spark, key: str) -> str:
@@ -170,20 +207,32 @@ def describe(spark) -> Sizing:
                   _conf(spark, SIZED_MEMORY) or ("set" if memory else ""))
 
 
+def _was_set(spark, key: str) -> bool:
+    try:
+        return bool(spark._jsparkSession.conf().contains(key))
+    except Exception:  # pragma: no cover - no JVM handle: set back to the value read
+        return True
+
+
 @contextmanager
 def sized(spark, input_bytes: int | None = None) -> Iterator[Sizing]:
     """Within the block, a session whose shuffle partitions nobody chose uses sized ones
-    (then set back: a notebook's session is the user's); yields what the run uses."""
-    chosen = session_partitions(spark, input_bytes)
+    (then set back as they were: a notebook's session is the user's); yields what the run
+    uses. Inside another `sized` block it changes nothing."""
+    chosen = None if _conf(spark, SIZED_PARTITIONS) else session_partitions(spark, input_bytes)
     if chosen is None:
         yield describe(spark)
         return
     parts, why = chosen
+    was_set = _was_set(spark, SHUFFLE_PARTITIONS)
     before = spark.conf.get(SHUFFLE_PARTITIONS, SPARK_DEFAULT_PARTITIONS)
-    spark.conf.set(SHUFFLE_PARTITIONS, str(parts))
-    spark.conf.set(SIZED_PARTITIONS, why)
     try:
+        spark.conf.set(SHUFFLE_PARTITIONS, str(parts))
+        spark.conf.set(SIZED_PARTITIONS, why)
         yield describe(spark)
     finally:
-        spark.conf.set(SHUFFLE_PARTITIONS, before)
+        if was_set:
+            spark.conf.set(SHUFFLE_PARTITIONS, before)
+        else:
+            spark.conf.unset(SHUFFLE_PARTITIONS)
         spark.conf.unset(SIZED_PARTITIONS)

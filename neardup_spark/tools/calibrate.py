@@ -85,8 +85,7 @@ VALLEY = 0.1
 NOISE_SHARE = 0.99
 # A percentile q rests on at least TAIL_VALUES sampled values above it, or it is not used.
 TAIL_VALUES = 10
-BOOTSTRAP = 200  # resamples for the p99's confidence interval
-CONFIDENCE = 0.95  # the p99's upper bound is this quantile of the bootstrap
+CONFIDENCE = 0.95  # of the p99's upper bound
 
 
 def split_noise(values: np.ndarray, valley: float = VALLEY) -> tuple[np.ndarray, np.ndarray]:
@@ -112,19 +111,21 @@ def enough_for(n: int, q: float) -> bool:
     return n * (1.0 - q / 100.0) >= TAIL_VALUES
 
 
-def p99_upper(noise: np.ndarray, seed: int = 1) -> float:
-    """The upper CONFIDENCE bound of the noise's p99, by bootstrap."""
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, noise.size, size=(BOOTSTRAP, noise.size))
-    return float(np.quantile(np.percentile(noise[draws], 99.0, axis=1), CONFIDENCE))
+def p99_upper(noise: np.ndarray) -> float:
+    """An upper CONFIDENCE bound of the noise's p99, free of any assumed distribution: the
+    order statistic that the p99 stays below with that confidence (the count of values
+    under the p99 is binomial(n, 0.99); normal approximation, one-sided)."""
+    v = np.sort(noise)
+    z = 1.6448536269514722  # the 0.95 quantile of the standard normal
+    rank = math.ceil(v.size * 0.99 + z * math.sqrt(v.size * 0.99 * 0.01))
+    return float(v[min(rank, v.size - 1)])
 
 
-def recommend(values: np.ndarray, cfg: Config, n_docs: int, margin: float = 0.05, floor: float = 0.3,
-              seed: int = 1) -> dict:
+def recommend(values: np.ndarray, cfg: Config, n_docs: int, margin: float = 0.05, floor: float = 0.3) -> dict:
     """The recommended threshold and (b, r) for a sample of random-pair Jaccards.
 
     The pairs that look like duplicates (`split_noise`) are set aside; of the rest,
-    threshold = max(floor, round_up(max(upper bound of p99 + margin, p99.9))), with
+    threshold = max(floor, round_up(max(95% upper bound of p99 + margin, p99.9))), with
     p99.9 only when the sample has TAIL_VALUES values above it (10,000 pairs): above
     nearly every unrelated pair, with a margin for what the sample did not see. The
     floor keeps it where banding stays affordable and where edited copies
@@ -132,7 +133,7 @@ def recommend(values: np.ndarray, cfg: Config, n_docs: int, margin: float = 0.05
     """
     distribution(values)  # refuses an empty sample
     noise, dupes = split_noise(values)
-    upper = p99_upper(noise, seed)
+    upper = p99_upper(noise)
     deep = enough_for(noise.size, 99.9)
     p999 = float(np.percentile(noise, 99.9))
     level = max(upper + margin, p999) if deep else upper + margin
@@ -204,7 +205,7 @@ def calibrate(raw: DataFrame, cfg: Config, pairs: int = 5000, seed: int = 1, mar
             "sampled_documents": prep.counts["sampled_documents"],  # sketched (boilerplate figures: these only)
             "pairs": int(values.size),
             **distribution(values),
-            **recommend(values, cfg, n_docs, margin, floor, seed),
+            **recommend(values, cfg, n_docs, margin, floor),
             "boilerplate": prep.boilerplate,
             "share_at_or_above": {f"{t:.1f}": round(float((values >= t).mean()), 6) for t in (0.1, 0.2, 0.3, 0.5)},
         }
