@@ -107,6 +107,8 @@ def _parser() -> argparse.ArgumentParser:
     _add_shingle_options(run)
     _add_keeper_options(run)
     run.add_argument("--backend", choices=["dataframe", "graphframes"], help="connected components backend")
+    run.add_argument("--linkage", choices=["components", "keeper"],
+                     help="keeper: every cluster member verifies against its keeper (no chains)")
     run.add_argument("--plots", action="store_true", help="also write PNG plots next to report.json (needs matplotlib)")
     run.add_argument("--index", help="archive index directory (with --append)")
     run.add_argument("--append", action="store_true", default=None,
@@ -247,6 +249,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "simhash.weighting": get("simhash_weighting"),
         "shingle.k": get("k"),
         "cluster.backend": get("backend"),
+        "cluster.linkage": get("linkage"),
         "keeper.rules": get("keeper_rules"),
         "keeper.source_priority": get("source_priority"),
         "spark.master": get("master"),

@@ -33,6 +33,7 @@ class ConfigError(NeardupError, ValueError):
 
 INPUT_FORMATS = ("parquet", "jsonl", "json", "table", "delta")
 SHINGLE_UNITS = ("auto", "word", "char")
+LINKAGES = ("components", "keeper")
 CLUSTER_BACKENDS = ("dataframe", "graphframes")
 CHECKPOINT_MODES = ("local", "reliable", "none")
 KEEPER_RULES = ("earliest", "source_priority", "longest", "smallest_id")
@@ -138,6 +139,9 @@ class VerifyConfig:
 @dataclass(frozen=True)
 class ClusterConfig:
     backend: str = "dataframe"
+    # components: a cluster is a connected component of verified pairs (A~B~C may hold A and C
+    # that are not duplicates); keeper: every member also verifies against its keeper.
+    linkage: str = "components"
     max_iterations: int = 200
     checkpoint: str = "local"
     checkpoint_interval: int = 2
@@ -394,6 +398,7 @@ def validate(cfg: Config) -> None:
     _check(cfg.lsh.all_pairs_bucket_limit >= 2, "lsh.all_pairs_bucket_limit must be >= 2")
     _one_of(cfg.spark.jit, JIT_MODES, "spark.jit")
     _one_of(cfg.cluster.backend, CLUSTER_BACKENDS, "cluster.backend")
+    _one_of(cfg.cluster.linkage, LINKAGES, "cluster.linkage")
     _one_of(cfg.cluster.checkpoint, CHECKPOINT_MODES, "cluster.checkpoint")
     _check(cfg.cluster.max_iterations >= 1, "cluster.max_iterations must be >= 1")
     _check(cfg.cluster.checkpoint_interval >= 1, "cluster.checkpoint_interval must be >= 1")

@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 OUTPUT = ROOT / "BENCHMARKS.md"
 PYTHON = ".venv/bin/python"
-ORDER = ("scale", "peers", "signatures", "nightly", "skew", "boilerplate", "quality", "scripts", "simhash",
-         "components", "review", "compare")
+ORDER = ("scale", "peers", "signatures", "nightly", "skew", "boilerplate", "quality", "scripts", "linkage",
+         "simhash", "components", "review", "compare")
 PEERS = {"neardup": "neardup", "mllib": "MLlib", "text-dedup": "text-dedup"}
 
 
@@ -380,6 +380,22 @@ def _scripts(data: dict) -> tuple[str, str, str]:
     return corpus, "pair precision/recall per script: " + "; ".join(parts), command("scripts", values)
 
 
+def _linkage(data: dict) -> tuple[str, str, str]:
+    by_corpus: dict[str, dict] = {}
+    for row in data["rows"]:
+        by_corpus.setdefault(row["corpus"], {})[row["linkage"]] = row
+    parts = []
+    for name, runs in by_corpus.items():
+        each = ", ".join(f"{link} {_f(r['precision'], 3)}/{_f(r['recall'], 3)}/{_f(r['f1'], 3)}"
+                         for link, r in runs.items())
+        docs = next(iter(runs.values()))["documents"]
+        parts.append(f"{name} ({_docs(docs)} docs): {each}")
+    corpus = f"{', '.join(by_corpus)}; truth: exact Jaccard >= {data.get('threshold')}"
+    values = {"threshold": data.get("threshold"), "docs": data.get("docs"), "num_perm": data.get("num_perm"),
+              "master": data.get("master")}
+    return corpus, "pair precision/recall/F1: " + "; ".join(parts), command("linkage", values)
+
+
 def _simhash(data: dict) -> tuple[str, str, str]:
     parts, specs = [], []
     for row in data["rows"]:
@@ -444,7 +460,7 @@ def _review(data: dict) -> tuple[str, str, str]:
 SUMMARIES: dict[str, Callable[[dict], tuple[str, str, str]]] = {
     "scale": _scale, "peers": _peers, "signatures": _signatures, "nightly": _nightly, "skew": _skew,
     "boilerplate": _boilerplate, "quality": _quality, "simhash": _simhash, "components": _components,
-    "review": _review, "scripts": _scripts,
+    "review": _review, "scripts": _scripts, "linkage": _linkage,
 }
 
 
@@ -477,6 +493,8 @@ def _group(path: Path, data: Any) -> tuple[str, str]:
         return bench, f"peers: {', '.join(tools) or 'neardup'}" + ("" if variant == "ascii" else f" ({variant})")
     if bench == "quality" and data.get("method") not in (None, "minhash"):
         return bench, f"quality ({data.get('method')})"
+    if bench == "linkage" and data.get("threshold") is not None:
+        return bench, f"linkage ({data['threshold']})"  # a row per threshold
     if bench == "compare" and data.get("docs"):  # a row per corpus size, and for runs without a config
         return bench, f"compare{' defaults' if _no_config(data) else ''} ({_docs(data['docs'])})"
     return bench, bench

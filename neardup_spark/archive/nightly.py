@@ -167,8 +167,7 @@ def build(spark: SparkSession, plan: Plan, output: str | None = None) -> Report:
     With `output`, the run's tables and report are written there too.
     """
     cfg = plan.cfg
-    if cfg.match.mode != "jaccard":
-        raise ix.IndexError_("the archive index supports match.mode = 'jaccard' only")
+    _supported(cfg)
     check_backend(spark, cfg)
     store = ix.ensure_new(cfg.index.path, spark)
     _probe(spark, cfg.index.path, output)
@@ -226,6 +225,7 @@ def export(spark: SparkSession, index_path: str, output: str, mode: str = "error
 def append(spark: SparkSession, plan: Plan) -> Report:
     """Check cfg.input (today's batch) against the index and itself, write cfg.output, append the batch."""
     cfg = plan.cfg
+    _supported(cfg)
     require_io_paths(cfg)
     check_paths(cfg, master_of(spark), spark, may_exist=True)  # an existing output: see `_output_free`
     check_backend(spark, cfg)
@@ -235,6 +235,15 @@ def append(spark: SparkSession, plan: Plan) -> Report:
     _probe(spark, cfg.index.path, cfg.output.path)
     with checkpoint_dir(spark, cfg, cfg.output.path):
         return _append(spark, plan, idx, start)
+
+
+def _supported(cfg) -> None:
+    """What the archive index does not do yet, refused before any work."""
+    if cfg.match.mode != "jaccard":
+        raise ix.IndexError_("the archive index supports match.mode = 'jaccard' only")
+    if cfg.cluster.linkage != "components":
+        raise ix.IndexError_("the archive index supports cluster.linkage = 'components' only: keeper linkage "
+                             "is for full runs (neardup run without --append) for now")
 
 
 def _probe(spark: SparkSession, index_path: str, output: str | None) -> None:

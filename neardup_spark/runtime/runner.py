@@ -69,7 +69,7 @@ class Runner:
         self.seconds: dict[str, float] = {}
         self.counts: dict[str, int] = {}  # figures of the result
         self.work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
-        self.kept: list[DataFrame] = []
+        self.kept: list[tuple[DataFrame, bool]] = []  # and whether its lineage was cut
         self.progress = current_progress()
         try:
             self._context = spark.sparkContext
@@ -91,19 +91,21 @@ class Runner:
             if self._context is not None:
                 self._context.setJobDescription(None)
 
-    def keep(self, df: DataFrame, now: bool = False) -> DataFrame:
-        """df materialised by this run's policy: lazily (its next action computes it), or
-        `now` (one count job), for a frame read twice by one job or numbered by position."""
-        kept = materialise(df, LOCAL if self.cut else KEEP)
-        self.kept.append(kept)
+    def keep(self, df: DataFrame, now: bool = False, cut: bool | None = None) -> DataFrame:
+        """df materialised by this run's policy (or, with `cut` given, with its lineage cut by a
+        local checkpoint or not): lazily (its next action computes it), or `now` (one count
+        job), for a frame read twice by one job or numbered by position."""
+        cut = self.cut if cut is None else cut
+        kept = materialise(df, LOCAL if cut else KEEP)
+        self.kept.append((kept, cut))
         if now:
             kept.count()
         return kept
 
-    def counted(self, df: DataFrame, figure: str | None = None) -> tuple[DataFrame, int]:
-        """(`keep(df)`, its row count): one job computes both; the count is recorded as
-        counts[figure] when a figure is named."""
-        kept = self.keep(df)
+    def counted(self, df: DataFrame, figure: str | None = None, cut: bool | None = None) -> tuple[DataFrame, int]:
+        """(`keep(df, cut=cut)`, its row count): one job computes both; the count is recorded
+        as counts[figure] when a figure is named."""
+        kept = self.keep(df, cut=cut)
         n = kept.count()
         if figure is not None:
             self.counts[figure] = n
@@ -113,9 +115,9 @@ class Runner:
         """Drop every frame kept so far: persisted frames are unpersisted, and the blocks of
         local checkpoints removed (a long-lived session, e.g. a notebook running an append
         every night, would otherwise hold them until the JVM's garbage collector runs)."""
-        for df in self.kept:
+        for df, cut in self.kept:
             df.unpersist()
-            if self.cut:
+            if cut:
                 _drop_checkpoint(df)
         self.kept.clear()
 

@@ -34,6 +34,7 @@ from neardup_spark.stages import boilerplate
 from neardup_spark.stages import containment
 from neardup_spark.stages.banding import representatives
 from neardup_spark.stages.candidates import candidate_pairs, representative_pairs
+from neardup_spark.stages.linkage import keeper_stars
 from neardup_spark.stages.components import connected_components
 from neardup_spark.stages.exact import exact_copies, exact_edges, text_digest
 from neardup_spark.stages.keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
@@ -276,11 +277,14 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     v = verified(raw, plan, run, digest)
     table, counts, edges = v.prep.table, run.counts, v.edges
 
+    index = table.select(C.NID, C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(plan.keeper))
     with run.stage("components"):
-        comps = connected_components(edges, cfg, run.work)  # iterates with its own actions; read once below
+        if cfg.cluster.linkage == "keeper":
+            comps = keeper_stars(edges, index, plan, table, run, v.prep.set_bytes)
+        else:
+            comps = connected_components(edges, cfg, run.work)  # iterates with its own actions; read once below
 
     with run.stage("keepers"):
-        index = table.select(C.NID, C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(plan.keeper))
         clusters = run.keep(choose_keepers(index, plan.keeper, comps).select(*CLUSTER_COLUMNS))
         row = clusters.agg(
             F.count(F.lit(1)).alias("n"),
@@ -306,7 +310,7 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     pairs = with_doc_ids(edges, index.select(C.NID, C.DOC_ID))
     dedup = keeper_rows(raw, cfg, clusters, counts["clusters"], counts["removed"])
     lines = boilerplate.lines_frame(raw.sparkSession, v.prep.lines) if v.prep.lines is not None else None
-    return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, run.kept)
+    return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, [df for df, _ in run.kept])
 
 
 def lsh_report(plan: Plan) -> dict:

@@ -290,6 +290,28 @@ def generate(spec: CorpusSpec = CorpusSpec()) -> Iterator[dict]:
             n += 1
 
 
+def chains(n_chains: int = 12, seed: int = 5, shift: int = 35, window: int = 100,
+           unrelated: int = 10) -> list[dict]:
+    """Documents that chain: each chain of 3-6 documents is `window`-word windows of one run of
+    unique words, each `shift` words on from the last, so neighbours share about
+    (window - shift) / (window + shift) of their 5-shingles (~0.47) and documents two apart far
+    less (~0.16). Rows {id, text, group (the chain), position}; ids are shuffled, so the
+    smallest id of a chain falls anywhere along it. `unrelated` documents of their own words
+    come last (group u0, u1, ...)."""
+    rng = np.random.default_rng(seed)
+    rows, word = [], 0
+    for c in range(n_chains):
+        length = int(rng.integers(3, 7))
+        words = [f"w{word + i}" for i in range(window + shift * (length - 1))]
+        word += len(words)
+        rows += [{"text": " ".join(words[shift * j: shift * j + window]), "group": f"c{c}", "position": j}
+                 for j in range(length)]
+    rows += [{"text": " ".join(f"u{i}x{j}" for j in range(80)), "group": f"u{i}", "position": 0}
+             for i in range(unrelated)]
+    ids = rng.permutation(len(rows)) + 1
+    return [{"id": int(i), **r} for i, r in zip(ids, rows)]
+
+
 def _check(spec: CorpusSpec) -> None:
     if spec.n_docs < 1:
         raise ValueError("n_docs must be >= 1")
@@ -351,7 +373,7 @@ def site_blocks(spec: CorpusSpec) -> list[tuple[str, str]]:
     if spec.boilerplate_share <= 0:
         return []
     rng = np.random.default_rng(spec.seed)
-    return _site_blocks(spec, _Writer(rng, spec.vocab_size))
+    return _site_blocks(spec, _Writer(rng, spec.vocab_size, spec.script, spec.vocabulary))
 
 
 def _row(doc_id, text, group, edit, rng, published_at, source=None) -> dict:
