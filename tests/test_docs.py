@@ -20,7 +20,7 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 # The two fresh-machine commands: CI and users copy them from the README as they are.
 SAMPLE_COMMAND = (
     "./scripts/setup.sh && .venv/bin/neardup run --input neardup_spark/data/sample.jsonl.gz --format jsonl "
-    "--output out/sample --overwrite --config conf/local.toml"
+    "--output out/sample --overwrite"
 )
 TEST_COMMAND = "./scripts/test.sh"
 
@@ -54,7 +54,7 @@ def test_readme_has_the_two_fresh_machine_commands():
 
 
 def test_the_fresh_machine_commands_name_files_that_exist():
-    for path in ("scripts/setup.sh", "scripts/test.sh", "neardup_spark/data/sample.jsonl.gz", "conf/local.toml"):
+    for path in ("scripts/setup.sh", "scripts/test.sh", "neardup_spark/data/sample.jsonl.gz"):
         assert (ROOT / path).exists(), path
 
 
