@@ -209,6 +209,10 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--format", choices=["parquet", "jsonl"], default="parquet")
     gen.add_argument("--seed", type=int, default=7)
     gen.add_argument("--dup-share", type=float, default=0.5)
+    gen.add_argument("--shards", type=int, default=1,
+                     help="write in this many independent pieces (one vocabulary and footer set): for 10M and"
+                          " more documents; restartable, a second run finishes what a killed one left")
+    gen.add_argument("--workers", type=int, default=1, help="processes writing shards at once")
     return parser
 
 
@@ -527,10 +531,17 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from neardup_spark.tools.corpus import CorpusSpec, write
+    from neardup_spark.tools.corpus import CorpusSpec, write, write_sharded
 
     spec = CorpusSpec(n_docs=args.docs, seed=args.seed, dup_share=args.dup_share)
-    path = write(spec, args.output, args.format)
+    try:
+        if args.shards == 1 and args.workers == 1:
+            path = write(spec, args.output, args.format)
+        else:
+            path = write_sharded(spec, args.output, args.shards, args.format, args.workers,
+                                 log=lambda line: print(line, file=sys.stderr, flush=True))
+    except ValueError as e:
+        raise NeardupError(str(e)) from None
     print(f"wrote {args.docs} documents to {path}")
     return 0
 

@@ -159,6 +159,17 @@ def test_generate(tmp_path, capsys):
     assert len(rows) == 300 and {"id", "text", "group", "edit", "source", "published_at"} <= set(rows.columns)
 
 
+def test_generate_in_shards(tmp_path, capsys):
+    out = tmp_path / "c"
+    assert cli.main(["generate", "--docs", "300", "--output", str(out), "--shards", "3", "--workers", "2"]) == 0
+    err = capsys.readouterr().err
+    assert all(f"shard {k}/3 written" in err for k in (1, 2, 3)) and len(list(out.glob("_shard-*.done"))) == 3
+    rows = pd.read_parquet(out)
+    assert sorted(rows["id"]) == list(range(1, 301)) and rows["group"].str.endswith(("@0", "@1", "@2")).all()
+    assert cli.main(["generate", "--docs", "2", "--output", str(tmp_path / "d"), "--shards", "3"]) == 2
+    assert "cannot make 3 shards" in capsys.readouterr().err
+
+
 def test_spark_submit_on_a_local_cluster(tmp_path):
     """Separate executor JVMs and Python workers: closures and UDFs must serialise."""
     spark_submit = Path(sys.executable).parent / "spark-submit"

@@ -192,3 +192,58 @@ def test_boilerplate_covers_story_copies_and_is_seeded():
     assert corpus.site_blocks(corpus.CorpusSpec()) == []
     with pytest.raises(ValueError, match="boilerplate_share"):
         list(corpus.generate(corpus.CorpusSpec(n_docs=10, boilerplate_share=1.0)))
+
+
+def _read_dir(path: Path) -> list[dict]:
+    import pyarrow.dataset as ds
+
+    return sorted(ds.dataset(path, format="parquet").to_table().to_pylist(), key=lambda r: r["id"])
+
+
+def test_sharded_corpus_is_one_corpus(tmp_path):
+    spec = corpus.CorpusSpec(n_docs=1001, seed=4, footer_share=0.5)
+    one = corpus.write_sharded(spec, tmp_path / "serial", shards=3, rows_per_file=200)
+    two = corpus.write_sharded(spec, tmp_path / "pool", shards=3, workers=2, rows_per_file=200)
+    rows = _read_dir(one)
+    assert rows == _read_dir(two)  # the same corpus whatever the workers
+    assert [r["id"] for r in rows] == list(range(1, 1002))
+    # ids in ranges per shard (334, 334, 333 documents), groups never cross shards
+    shard_of = {r["id"]: r["group"].rsplit("@", 1)[1] for r in rows}
+    assert [corpus.shard_range(1001, k, 3) for k in range(3)] == [(1, 334), (335, 334), (669, 333)]
+    assert {shard_of[i] for i in range(1, 335)} == {"0"} and {shard_of[i] for i in range(669, 1002)} == {"2"}
+    groups = Counter(r["group"] for r in rows)
+    assert all(groups[g] == len(corpus.EDITS) + 1 for g in groups if g.startswith("s"))
+    # one vocabulary and one set of footers for the whole corpus
+    footers = {k: {r["text"].rsplit("\n\n", 1)[1] for r in rows
+                   if r["edit"] == "unrelated_footer" and shard_of[r["id"]] == k} for k in "012"}
+    assert len(footers["0"] | footers["1"] | footers["2"]) == spec.n_footers
+    assert footers["0"] & footers["1"] & footers["2"]
+    # one shard is exactly the unsharded corpus
+    assert list(corpus.generate(spec, 0, 1)) == list(corpus.generate(spec))
+
+
+def test_sharded_corpus_resumes(tmp_path):
+    spec = corpus.CorpusSpec(n_docs=600, seed=2)
+    path = corpus.write_sharded(spec, tmp_path / "c", shards=3, rows_per_file=150)
+    want = _read_dir(path)
+    # a run killed while writing shard 1: its marker and a moved file gone, a half-written scratch dir left
+    (path / "_shard-1.done").unlink()
+    next(path.glob("part-0001-*.parquet")).unlink()
+    (path / ".shard-1").mkdir()
+    (path / ".shard-1" / "part-0001-00000.parquet").write_bytes(b"partial")
+    before = {p.name: p.stat().st_mtime_ns for p in path.glob("part-0000-*")}
+    corpus.write_sharded(spec, path, shards=3, rows_per_file=150)
+    assert _read_dir(path) == want
+    assert {p.name: p.stat().st_mtime_ns for p in path.glob("part-0000-*")} == before  # finished shards kept
+    assert not (path / ".shard-1").exists()
+
+
+def test_sharded_corpus_rejects_bad_shapes(tmp_path):
+    with pytest.raises(ValueError, match="shards"):
+        corpus.write_sharded(corpus.CorpusSpec(n_docs=10), tmp_path / "a", shards=0)
+    with pytest.raises(ValueError, match="cannot make"):
+        corpus.write_sharded(corpus.CorpusSpec(n_docs=2), tmp_path / "b", shards=3)
+    with pytest.raises(ValueError, match="shard must be"):
+        list(corpus.generate(corpus.CorpusSpec(n_docs=10), shard=2, shards=2))
+    with pytest.raises(ValueError, match="do not fit in shard 0"):
+        list(corpus.generate(corpus.CorpusSpec(n_docs=300, big_clusters=(200,)), shard=0, shards=3))

@@ -214,13 +214,24 @@ def apply_edit(edit: str, paragraphs, writer: _Writer, rng: np.random.Generator)
     return writer.render(paras)
 
 
-def generate(spec: CorpusSpec = CorpusSpec()) -> Iterator[dict]:
+def generate(spec: CorpusSpec = CorpusSpec(), shard: int = 0, shards: int = 1) -> Iterator[dict]:
     """Rows {id, text, group, edit, source, published_at}, ids in shuffled order.
 
     Ids are integers 1..n_docs assigned by a seeded permutation, so an
     original is not always the smallest id of its story.
+
+    With shards > 1 this is piece `shard` of a corpus written in `shards`
+    independent pieces (`write_sharded`): the vocabulary and the shared
+    footers or site blocks are the whole corpus's (drawn from the seed alone),
+    so a footer is shared across every shard; the stories, unrelated
+    documents and their ids are the shard's own (its stories do not cross
+    shards; ids are a permutation of the shard's own range, groups end in
+    "@shard"); the big clusters are all in shard 0. One shard (the default)
+    is exactly the corpus of `spec`.
     """
     _check(spec)
+    if not 0 <= shard < shards:
+        raise ValueError(f"shard must be in [0, {shards}), got {shard}")
     rng = np.random.default_rng(spec.seed)
     writer = _Writer(rng, spec.vocab_size, spec.script, spec.vocabulary)
     render = writer.render
@@ -229,10 +240,17 @@ def generate(spec: CorpusSpec = CorpusSpec()) -> Iterator[dict]:
         blocks = _site_blocks(spec, writer)
     else:
         footers = [render(writer.article(int(rng.integers(25, 45)))) for _ in range(spec.n_footers)]
-    rest = spec.n_docs - sum(spec.big_clusters)
+    first, n_docs = shard_range(spec.n_docs, shard, shards)
+    suffix = f"@{shard}" if shards > 1 else ""
+    if shards > 1:
+        rng = writer.rng = np.random.default_rng([spec.seed, shard])
+    big = spec.big_clusters if shard == 0 else ()
+    if sum(big) > n_docs:
+        raise ValueError(f"big_clusters ({sum(big)} documents) do not fit in shard 0 ({n_docs} documents)")
+    rest = n_docs - sum(big)
     n_stories = int(rest * spec.dup_share) // (len(EDITS) + 1)
     n_unrelated = rest - n_stories * (len(EDITS) + 1)
-    ids = rng.permutation(spec.n_docs) + 1
+    ids = rng.permutation(n_docs) + first
     n = 0
 
     def dress(text: str):
@@ -252,7 +270,8 @@ def generate(spec: CorpusSpec = CorpusSpec()) -> Iterator[dict]:
             source = None
             if site:
                 text, source = dress(text)
-            yield _row(ids[n], text, f"s{story}", edit, rng, base_time + dt.timedelta(minutes=int(k * 7)), source)
+            yield _row(ids[n], text, f"s{story}{suffix}", edit, rng, base_time + dt.timedelta(minutes=int(k * 7)),
+                       source)
             n += 1
     for u in range(n_unrelated):
         paragraphs = writer.article(int(rng.integers(spec.words * 3 // 4, spec.words * 5 // 4)))
@@ -267,11 +286,11 @@ def generate(spec: CorpusSpec = CorpusSpec()) -> Iterator[dict]:
             text += "\n\n" + footers[int(rng.integers(spec.n_footers))]
             edit = "unrelated_footer"
         t = _EPOCH + dt.timedelta(minutes=int(rng.integers(0, 525_600)))
-        yield _row(ids[n], text, f"u{u}", edit, rng, t, source)
+        yield _row(ids[n], text, f"u{u}{suffix}", edit, rng, t, source)
         n += 1
     big_edits = np.array([e for e, _ in BIG_CLUSTER_EDITS])
     big_p = np.array([p for _, p in BIG_CLUSTER_EDITS])
-    for b, size in enumerate(spec.big_clusters):
+    for b, size in enumerate(big):
         paragraphs = writer.article(int(rng.integers(spec.words * 3 // 4, spec.words * 5 // 4)))
         original = render(paragraphs)
         base_time = _EPOCH + dt.timedelta(minutes=int(rng.integers(0, 525_600)))
@@ -286,7 +305,7 @@ def generate(spec: CorpusSpec = CorpusSpec()) -> Iterator[dict]:
             if site:
                 text, source = dress(text)
             t = base_time + dt.timedelta(minutes=int(rng.integers(0, 30 * 1440))) if k else base_time
-            yield _row(ids[n], text, f"b{b}", edit, rng, t, source)
+            yield _row(ids[n], text, f"b{b}{suffix}", edit, rng, t, source)
             n += 1
 
 
@@ -389,37 +408,98 @@ def _row(doc_id, text, group, edit, rng, published_at, source=None) -> dict:
 
 def write(spec: CorpusSpec, path: str | Path, fmt: str = "parquet", rows_per_file: int = 50_000) -> Path:
     """Write the corpus as Parquet files or gzipped JSON Lines under `path` (a directory)."""
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_rows(generate(spec), out, fmt, rows_per_file)
+    return out
+
+
+def shard_range(n_docs: int, shard: int, shards: int) -> tuple[int, int]:
+    """(first id, documents) of shard `shard` of n_docs split in `shards` near-equal pieces."""
+    size, extra = divmod(n_docs, shards)
+    return 1 + shard * size + min(shard, extra), size + (shard < extra)
+
+
+def write_sharded(spec: CorpusSpec, path: str | Path, shards: int, fmt: str = "parquet", workers: int = 1,
+                  rows_per_file: int = 50_000, log=None) -> Path:
+    """Write a large corpus in `shards` pieces (`generate(spec, shard, shards)`), `workers`
+    processes at a time, with memory bounded by one file of rows per worker.
+
+    Restartable: a shard's files are written under path/.shard-K/ and moved into
+    path with a path/_shard-K.done marker last; a second call skips finished
+    shards and rewrites unfinished ones, so a killed run resumes where it
+    stopped. Spark and pyarrow skip the hidden and "_" names when reading path.
+    The same spec and shards always give the same corpus."""
+    import concurrent.futures as cf
+
+    if shards < 1 or workers < 1:
+        raise ValueError(f"shards and workers must be >= 1, got {shards} and {workers}")
+    if spec.n_docs < shards:
+        raise ValueError(f"{spec.n_docs} documents cannot make {shards} shards")
+    _check(spec)
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    todo = [k for k in range(shards) if not (out / f"_shard-{k}.done").exists()]
+    if workers == 1 or len(todo) <= 1:
+        for k in todo:
+            _write_shard(spec, out, k, shards, fmt, rows_per_file)
+            if log:
+                log(f"shard {k + 1}/{shards} written")
+        return out
+    with cf.ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(_write_shard, spec, out, k, shards, fmt, rows_per_file): k for k in todo}
+        for done in cf.as_completed(futures):
+            done.result()
+            if log:
+                log(f"shard {futures[done] + 1}/{shards} written")
+    return out
+
+
+def _write_shard(spec: CorpusSpec, out: Path, shard: int, shards: int, fmt: str, rows_per_file: int) -> None:
+    import shutil
+
+    tmp = out / f".shard-{shard}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    names = _write_rows(generate(spec, shard, shards), tmp, fmt, rows_per_file, prefix=f"part-{shard:04d}")
+    for name in names:
+        (tmp / name).replace(out / name)
+    tmp.rmdir()
+    (out / f"_shard-{shard}.done").write_text(f"{len(names)} files\n")
+
+
+def _write_rows(rows: Iterator[dict], out: Path, fmt: str, rows_per_file: int, prefix: str = "part") -> list[str]:
+    """Rows into files of rows_per_file rows named prefix-00000.parquet (or .jsonl.gz); their names."""
     import gzip
     import json
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    out = Path(path)
-    out.mkdir(parents=True, exist_ok=True)
-    batch, part = [], 0
+    if fmt not in ("parquet", "jsonl"):
+        raise ValueError(f"format must be parquet or jsonl, got {fmt!r}")
+    batch, names = [], []
 
     def flush():
-        nonlocal batch, part
+        nonlocal batch
         if not batch:
             return
+        name = f"{prefix}-{len(names):05d}." + ("parquet" if fmt == "parquet" else "jsonl.gz")
         if fmt == "parquet":
-            table = pa.Table.from_pylist(batch)
-            pq.write_table(table, out / f"part-{part:05d}.parquet")
-        elif fmt == "jsonl":
-            with gzip.open(out / f"part-{part:05d}.jsonl.gz", "wt", encoding="utf-8") as fh:
+            pq.write_table(pa.Table.from_pylist(batch), out / name)
+        else:
+            with gzip.open(out / name, "wt", encoding="utf-8") as fh:
                 for row in batch:
                     fh.write(json.dumps({**row, "published_at": row["published_at"].isoformat()}) + "\n")
-        else:
-            raise ValueError(f"format must be parquet or jsonl, got {fmt!r}")
-        batch, part = [], part + 1
+        names.append(name)
+        batch = []
 
-    for row in generate(spec):
+    for row in rows:
         batch.append(row)
         if len(batch) >= rows_per_file:
             flush()
     flush()
-    return out
+    return names
 
 
 def label_pairs(rows) -> set[tuple]:
