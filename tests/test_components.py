@@ -74,7 +74,7 @@ def test_driver_path_only_below_its_limit(spark):
         stats: dict = {}
         got = connected_components(edges, Config().with_overrides({"cluster.driver_max_edges": limit}), stats)
         assert {r[C.CLUSTER_ID] for r in got.collect()} == {0} and got.count() == 51
-        assert bool(stats.get("components_on_driver")) == on_driver
+        assert stats["components_on_driver"] == int(on_driver) and stats["components_edges"] == 50
 
 
 def test_driver_components_on_scrambled_paths_and_random_graphs():

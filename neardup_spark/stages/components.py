@@ -40,21 +40,28 @@ SRC, DST = "src", "dst"
 def connected_components(edges: DataFrame, cfg: Config, stats: dict | None = None) -> DataFrame:
     """edges(doc_a, doc_b) -> (doc_id, cluster_id) for every document in an edge.
 
-    `stats`, if given, receives "components_rounds" (dataframe backend)."""
+    `stats`, if given, receives "components_on_driver" (1 or 0: which path ran),
+    "components_edges" (distinct edges, when the driver path is enabled) and
+    "components_rounds" (0 on the driver; the dataframe backend's rounds)."""
     pairs = edges.select(F.col(C.DOC_A).alias(SRC), F.col(C.DOC_B).alias(DST)).where(F.col(SRC) != F.col(DST))
     # Start from a checkpoint: the pairs' plan carries the whole pipeline, and an
     # iterative algorithm that re-plans it every round builds plan strings large
     # enough to exhaust the driver heap (seen with GraphFrames).
     pairs = _materialise(pairs.distinct(), cfg.cluster.checkpoint, True)
     limit = cfg.cluster.driver_max_edges
-    if limit and pairs.count() <= limit:  # the count also computes the checkpoint the backend reads
-        if stats is not None:
-            stats["components_rounds"] = 0
-            stats["components_on_driver"] = 1
+    stats = stats if stats is not None else {}
+    on_driver = False
+    if limit:
+        stats["components_edges"] = pairs.count()  # also computes the checkpoint the backend reads
+        on_driver = stats["components_edges"] <= limit
+    # The report says which path ran: at most `limit` edges are collected, never more.
+    stats["components_on_driver"] = int(on_driver)
+    if on_driver:
+        stats["components_rounds"] = 0
         return _on_driver(pairs)
     if cfg.cluster.backend == "graphframes":
         return _graphframes(pairs, cfg)
-    return _star_contraction(pairs, cfg, stats if stats is not None else {})
+    return _star_contraction(pairs, cfg, stats)
 
 
 def _on_driver(pairs: DataFrame) -> DataFrame:
