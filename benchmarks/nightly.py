@@ -2,8 +2,18 @@
 
     PYSPARK_PYTHON=$PWD/.venv/bin/python .venv/bin/python -m benchmarks.nightly --sizes 100000,1000000
 
-The issue's target: a 10k batch against a 1M-document archive costs < 3x the
-same batch against a 100k archive, and < 20% of re-running the 1M documents.
+The default targets: a 10k batch against a 1M-document archive costs <= 3x the
+same batch against a 100k archive, and <= 20% of re-running the 1M documents.
+The mission's scale, a 200k night against a 10M archive, as a user without a
+config file runs it (self-sized partitions and driver heap):
+
+    PYSPARK_PYTHON=$PWD/.venv/bin/python .venv/bin/python -m benchmarks.nightly \
+        --sizes 1200000,10200000 --batch 200000 --rerun-every-size --config none \
+        --shuffle-partitions 0 --driver-memory '' --scale-target 2 --rerun-target 0.1
+
+Corpora above 1.5M documents are generated in 1M-document shards on both cores
+(`scale.corpus_dir`; ~12 GB and ~1 h for 10M here) and kept under --work; the
+10M runs need ~45 GB more disk at their peak.
 
 For each size n, the seeded corpus of n documents (scale.py's cache under
 --work) is split once, streamed with pyarrow.dataset, into an archive (ids
@@ -18,11 +28,19 @@ driver heap set by --driver-memory, JVM start included, as a user runs it):
   rerun    (largest size, unless --no-rerun) `neardup run` over all n
            documents (archive + batch): the full re-run the append replaces
 
+Every run's documents are accounted for: the build's count against the
+archive, and each re-run's clusters table (one row per input document, no
+id twice). Further targets, between the smallest and largest size: build and
+re-run seconds grow at most --growth-target x the documents, candidates and
+verified pairs per document stay within --growth-target, and no run's peak
+PSS exceeds --memory-target-gb.
+
 Per run: process seconds, the pipeline's own seconds and counts (report.json;
 the build prints its counts, its stage times are left to the event log's task
 seconds), peak RSS of the process tree, shuffle MB and task seconds per stage
-(Spark event log), the index's size on disk after the build and the append,
-and the load average (the machine may be shared: 1-minute load before, after
+and what tasks spilled (Spark event log), the disk the run used at its peak
+and left (growth of the work directory's file system, sampled), the index's
+size on disk after the build and the append, and the load average (the machine may be shared: 1-minute load before, after
 and sampled during each run; it includes the run's own two cores). The
 pipeline's source digest is taken around every run: a benchmark whose runs
 saw different sources is flagged (source_changed_during_run). With a
@@ -43,7 +61,9 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from benchmarks import machine, save, sparklog
 from benchmarks.scale import corpus_dir
@@ -58,17 +78,30 @@ APPEND_COUNTS = ("new_documents", "already_indexed", "exact_archive_matches", "a
 
 
 def split(work: Path, corpus: Path, docs: int, batch: int, seed: int) -> tuple[Path, Path]:
-    """(archive, batch) Parquet directories: ids <= docs - batch, and the rest; written once, streamed."""
+    """(archive, batch) Parquet directories: ids <= docs - batch, and the rest; written once,
+    streamed. A file whose ids all fall on one side is hard-linked, not copied (a sharded
+    10M corpus keeps its ids in ranges per shard, so only the files across the cut are read)."""
     path = work / f"nightly-split-{docs}-{seed}-b{batch}"
     if (path / "_DONE").exists():
         return path / "archive", path / "batch"
     shutil.rmtree(path, ignore_errors=True)
-    source = ds.dataset(corpus, format="parquet")  # ignores _DONE (prefix "_")
     cut = docs - batch
-    for name, keep in (("archive", ds.field("id") <= cut), ("batch", ds.field("id") > cut)):
-        ds.write_dataset(source.scanner(filter=keep), path / name, format="parquet",
-                         basename_template="part-{i}.parquet", max_rows_per_file=50_000,
-                         max_rows_per_group=50_000, existing_data_behavior="error")
+    mixed = []
+    for name in ("archive", "batch"):
+        (path / name).mkdir(parents=True)
+    for f in sorted(corpus.glob("*.parquet")):
+        ids = pq.read_table(f, columns=["id"]).column("id")
+        lo, hi = pc.min(ids).as_py(), pc.max(ids).as_py()
+        if hi <= cut or lo > cut:
+            os.link(f, path / ("archive" if hi <= cut else "batch") / f.name)
+        else:
+            mixed.append(str(f))
+    if mixed:
+        source = ds.dataset(mixed, format="parquet")
+        for name, keep in (("archive", ds.field("id") <= cut), ("batch", ds.field("id") > cut)):
+            ds.write_dataset(source.scanner(filter=keep), path / name, format="parquet",
+                             basename_template="split-{i}.parquet", max_rows_per_file=50_000,
+                             max_rows_per_group=50_000, existing_data_behavior="overwrite_or_ignore")
     rows = {name: ds.dataset(path / name, format="parquet").count_rows() for name in ("archive", "batch")}
     if rows != {"archive": cut, "batch": batch}:
         raise SystemExit(f"split of {corpus} has {rows}, expected archive {cut} and batch {batch}")
@@ -90,19 +123,25 @@ def tree_bytes(root: Path) -> dict:
 
 
 class LoadSampler:
-    """1-minute load average before, after and (every few seconds) during a run."""
+    """1-minute load average before, after and (every few seconds) during a run, and the
+    disk used on the work directory's file system: its growth at the peak over the start."""
 
-    def __init__(self, interval: float = 5.0):
-        self.interval, self.samples = interval, []
+    def __init__(self, where: Path, interval: float = 5.0):
+        self.where, self.interval, self.samples = where, interval, []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _disk(self) -> int:
+        return shutil.disk_usage(self.where).used
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self.samples.append(os.getloadavg()[0])
+            self.disk_peak = max(self.disk_peak, self._disk())
 
     def __enter__(self) -> "LoadSampler":
         self.before = round(os.getloadavg()[0], 2)
+        self.disk_before = self.disk_peak = self._disk()
         self._thread.start()
         return self
 
@@ -110,10 +149,16 @@ class LoadSampler:
         self._stop.set()
         self._thread.join()
         self.after = round(os.getloadavg()[0], 2)
+        self.disk_after = self._disk()
 
     def as_dict(self) -> dict:
         mean = sum(self.samples) / len(self.samples) if self.samples else None
         return {"before": self.before, "after": self.after, "mean_during": None if mean is None else round(mean, 2)}
+
+    def disk(self) -> dict:
+        """MB more than at the start: at the peak (sampled) and at the end (what the run left)."""
+        mb = lambda b: round((b - self.disk_before) / 2**20)  # noqa: E731
+        return {"peak_mb": mb(max(self.disk_peak, self.disk_after)), "end_mb": mb(self.disk_after)}
 
 
 def run_cli(args: list[str], logs: Path, spark_args: list[str]) -> dict:
@@ -123,7 +168,7 @@ def run_cli(args: list[str], logs: Path, spark_args: list[str]) -> dict:
     cmd = [sys.executable, "-m", "neardup_spark.cli", *args, *spark_args, *sparklog.event_log_conf(logs)]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     source_before = source_digest()
-    with LoadSampler() as load:
+    with LoadSampler(logs.parent) as load:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         with sparklog.PeakRss(proc.pid) as rss:
@@ -135,7 +180,11 @@ def run_cli(args: list[str], logs: Path, spark_args: list[str]) -> dict:
     return {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss.peak / 2**20), "peak_pss_mb": round(rss.peak_pss / 2**20),
             "shuffle_mb": {k: round(v["shuffle_bytes"] / 2**20, 1) for k, v in costs.items() if v["shuffle_bytes"]},
             "task_seconds": {k: v["task_seconds"] for k, v in costs.items()},
-            "load_average": load.as_dict(), "source_sha256": [source_before, source_digest()], "stdout": stdout}
+            "spill_disk_mb": {k: round(v["spill_disk_bytes"] / 2**20, 1) for k, v in costs.items()
+                              if v["spill_disk_bytes"]},
+            "spill_memory_mb": {k: round(v["spill_memory_bytes"] / 2**20, 1) for k, v in costs.items()
+                                if v["spill_memory_bytes"]},
+            "disk_mb": load.disk(), "load_average": load.as_dict(), "source_sha256": [source_before, source_digest()], "stdout": stdout}
 
 
 def build(archive: Path, index: Path, logs: Path, spark_args: list[str]) -> dict:
@@ -183,8 +232,67 @@ def agreement(append_out: Path, rerun_out: Path) -> dict:
     return out
 
 
+def accounted(out: Path, expected: int) -> dict:
+    """Every document exactly once in a run's clusters table: its rows, distinct ids, and the input's count."""
+    ids = ds.dataset(out / "clusters", format="parquet").to_table(columns=["doc_id"]).column("doc_id")
+    rows, distinct = len(ids), pc.count_distinct(ids).as_py()
+    return {"expected": expected, "rows": rows, "distinct": distinct, "ok": rows == distinct == expected}
+
+
 def ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else round(a / b, 3)
+
+
+def per_doc(run: dict, key: str) -> float | None:
+    c = run.get("counts") or {}
+    return None if not c.get("documents") or c.get(key) is None else c[key] / c["documents"]
+
+
+def targets_of(args, small: dict, large: dict) -> dict:
+    """The ratios the issues set, between the smallest and the largest size (each None where
+    a run it needs was not made)."""
+    both = small is not large
+    t = {
+        "append_scale": {
+            "what": f"append process seconds, {large['archive_documents']} / {small['archive_documents']} archived documents",
+            "ratio": ratio(large["append"]["process_seconds"], small["append"]["process_seconds"]) if both else None,
+            "pipeline_ratio": ratio(large["append"]["pipeline_seconds"], small["append"]["pipeline_seconds"]) if both else None,
+            "target": args.scale_target,
+        },
+        "append_vs_rerun": {
+            "what": f"append process seconds / full re-run of {large['docs']} documents, process seconds",
+            "ratio": ratio(large["append"]["process_seconds"], large.get("rerun", {}).get("process_seconds")),
+            "pipeline_ratio": ratio(large["append"]["pipeline_seconds"], large.get("rerun", {}).get("pipeline_seconds")),
+            "target": args.rerun_target,
+        },
+    }
+    if both:
+        # A run's cost per document may grow by at most growth_target: 10x the documents in <= 11x the time.
+        for run in ("build", "rerun"):
+            if run in small and run in large:
+                t[f"{run}_scale"] = {
+                    "what": f"{run} process seconds, {large[run]['counts']['documents']} / "
+                            f"{small[run]['counts']['documents']} documents (target: {args.growth_target} x the growth)",
+                    "ratio": ratio(large[run]["process_seconds"], small[run]["process_seconds"]),
+                    "pipeline_ratio": ratio(large[run]["pipeline_seconds"], small[run]["pipeline_seconds"]),
+                    "target": round(args.growth_target * large[run]["counts"]["documents"]
+                                    / small[run]["counts"]["documents"], 2),
+                }
+        run = "rerun" if "rerun" in small and "rerun" in large else "build"
+        for key in ("candidate_pairs", "verified_pairs"):
+            a, b = per_doc(small[run], key), per_doc(large[run], key)
+            t[f"flat_{key}"] = {
+                "what": f"{key} per document, {run} of {large['docs']} / {small['docs']} documents (nothing quadratic)",
+                "ratio": ratio(b, a), "per_document": [None if a is None else round(a, 4), None if b is None else round(b, 4)],
+                "target": args.growth_target,
+            }
+    runs = [r for e in (small, large) for r in (e.get("build"), e.get("append"), e.get("rerun")) if r]
+    peak = max(r["peak_pss_mb"] for r in runs) / 1024
+    t["peak_memory"] = {"what": "largest peak PSS of the process tree over every run, GB",
+                        "ratio": round(peak, 2), "target": args.memory_target_gb}
+    for v in t.values():
+        v["met"] = None if v["ratio"] is None else v["ratio"] <= v["target"]
+    return t
 
 
 def main(argv=None) -> dict:
@@ -193,19 +301,34 @@ def main(argv=None) -> dict:
     ap.add_argument("--batch", type=int, default=10_000, help="documents in the batch (the last ids)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-rerun", action="store_true", help="skip the full re-run of the largest corpus")
+    ap.add_argument("--rerun-every-size", action="store_true",
+                    help="re-run every size in full, not only the largest (for the build and rerun scale ratios)")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--shuffle-partitions", type=int, default=8)
+    ap.add_argument("--config", default=str(ROOT / "conf" / "local.toml"),
+                    help="the config file of every run, or none: a run as a user without one makes it (self-sized)")
+    ap.add_argument("--shuffle-partitions", type=int, default=8, help="0: not set (the run sizes it)")
     ap.add_argument("--driver-memory", default="12g",
-                    help="local mode: the driver heap is the whole executor (conf/local.toml says 4g); every run")
+                    help="local mode: the driver heap is the whole executor (conf/local.toml says 4g); every run;"
+                         " empty: not set (the run sizes it)")
+    ap.add_argument("--scale-target", type=float, default=SCALE_TARGET,
+                    help="append at the largest archive / at the smallest, process seconds")
+    ap.add_argument("--rerun-target", type=float, default=RERUN_TARGET,
+                    help="append at the largest archive / full re-run of the largest corpus")
+    ap.add_argument("--growth-target", type=float, default=1.1,
+                    help="cost per document, largest / smallest size (build, re-run, candidates, verified pairs)")
+    ap.add_argument("--memory-target-gb", type=float, default=20.0, help="peak PSS of any run's process tree")
     ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "neardup-bench"))
-    ap.add_argument("--out", default=str(RESULTS), help="directory for nightly.json")
+    ap.add_argument("--out", default=str(RESULTS), help="directory for nightly.json (nightly-bN.json for other batches)")
     args = ap.parse_args(argv)
     sizes = sorted(int(s) for s in args.sizes.split(","))
     if any(n <= args.batch for n in sizes):
         raise SystemExit(f"every size must exceed the batch ({args.batch})")
     work = Path(args.work)
-    spark_args = ["--config", str(ROOT / "conf" / "local.toml"), "--master", args.master,
-                  "--shuffle-partitions", str(args.shuffle_partitions)]
+    spark_args = ["--master", args.master]
+    if args.config.lower() != "none":
+        spark_args += ["--config", args.config]
+    if args.shuffle_partitions:
+        spark_args += ["--shuffle-partitions", str(args.shuffle_partitions)]
     if args.driver_memory:
         spark_args += ["--conf", f"spark.driver.memory={args.driver_memory}"]
     load_start = [round(x, 2) for x in os.getloadavg()]
@@ -227,6 +350,7 @@ def main(argv=None) -> dict:
         size = tree_bytes(index)
         b["index_bytes"], b["index_mb_by_table"] = size["bytes"], size["mb_by_table"]
         b["index_bytes_per_document"] = round(size["bytes"] / (n - args.batch), 1)
+        b["accounted"] = b["counts"].get("documents") == n - args.batch
         _print(n, n - args.batch, b, f"documents {b['counts'].get('documents')}, verified {b['counts'].get('verified_pairs')}, "
                      f"clusters {b['counts'].get('clusters')}")
 
@@ -237,14 +361,20 @@ def main(argv=None) -> dict:
         _print(n, n - args.batch, a, ", ".join(f"{k} {a['counts'].get(k)}" for k in APPEND_COUNTS))
         print(f"{'':>9} append stage seconds: {json.dumps(a['stage_seconds'])}", flush=True)
         entry["build"], entry["append"] = b, a
+        shutil.rmtree(work / f"{tag}-build-eventlog", ignore_errors=True)  # costs read; event logs grow with n
 
-        if n == sizes[-1] and not args.no_rerun:
+        if not args.no_rerun and (n == sizes[-1] or args.rerun_every_size):
             r = rerun(corpus, work / f"{tag}-rerun", work / f"{tag}-rerun-eventlog", spark_args)
+            r["accounted"] = accounted(work / f"{tag}-rerun", n)
             _print(n, "-", r, f"documents {r['counts'].get('documents')}, verified {r['counts'].get('verified_pairs')}, "
-                         f"clusters {r['counts'].get('clusters')}")
+                         f"clusters {r['counts'].get('clusters')}, accounted {r['accounted']}")
             entry["rerun"] = r
             entry["agreement_with_rerun"] = agreement(work / f"{tag}-append", work / f"{tag}-rerun")
             print(f"{'':>9} append vs rerun assignments: {json.dumps(entry['agreement_with_rerun'])}", flush=True)
+        for key in ("build", "append", "rerun"):
+            if key in entry:
+                print(f"{'':>9} {key}: disk {json.dumps(entry[key]['disk_mb'])}, spill to disk MB "
+                      f"{json.dumps(entry[key]['spill_disk_mb'])}, peak PSS MB {entry[key]['peak_pss_mb']}", flush=True)
         sizes_out.append(entry)
         runs[n] = entry
 
@@ -254,36 +384,19 @@ def main(argv=None) -> dict:
     if len(digests) > 1:
         print(f"WARNING: the pipeline's source changed during the benchmark ({len(digests)} versions): "
               "the runs may not be comparable")
-    small, large = runs[sizes[0]], runs[sizes[-1]]
-    targets = {
-        "append_scale": {
-            "what": f"append process seconds, {sizes[-1] - args.batch} / {sizes[0] - args.batch} archived documents",
-            "ratio": ratio(large["append"]["process_seconds"], small["append"]["process_seconds"]),
-            "pipeline_ratio": ratio(large["append"]["pipeline_seconds"], small["append"]["pipeline_seconds"]),
-            "target": SCALE_TARGET,
-        },
-        "append_vs_rerun": {
-            "what": f"append process seconds / full re-run of {sizes[-1]} documents, process seconds",
-            "ratio": ratio(large["append"]["process_seconds"], large.get("rerun", {}).get("process_seconds")),
-            "pipeline_ratio": ratio(large["append"]["pipeline_seconds"],
-                                    large.get("rerun", {}).get("pipeline_seconds")),
-            "target": RERUN_TARGET,
-        },
-    }
-    if len(sizes) < 2:
-        targets["append_scale"]["ratio"] = targets["append_scale"]["pipeline_ratio"] = None
+    targets = targets_of(args, runs[sizes[0]], runs[sizes[-1]])
     for key, t in targets.items():
-        t["met"] = None if t["ratio"] is None else t["ratio"] < t["target"]
         verdict = "not measured" if t["met"] is None else ("met" if t["met"] else "MISSED")
-        print(f"{key}: {t['ratio']} (pipeline only {t['pipeline_ratio']}), target < {t['target']}: {verdict}"
-              f"  [{t['what']}]")
-    result = {"benchmark": "nightly", "master": args.master, "shuffle_partitions": args.shuffle_partitions,
-              "driver_memory": args.driver_memory, "batch": args.batch, "seed": args.seed,
+        extra = f" (pipeline only {t['pipeline_ratio']})" if "pipeline_ratio" in t else ""
+        print(f"{key}: {t['ratio']}{extra}, target <= {t['target']}: {verdict}  [{t['what']}]")
+    result = {"benchmark": "nightly", "master": args.master, "config": args.config,
+              "shuffle_partitions": args.shuffle_partitions, "driver_memory": args.driver_memory,
+              "batch": args.batch, "seed": args.seed, "rerun_every_size": args.rerun_every_size,
               "machine": machine(), "load_average": {"start": load_start,
                                                      "end": [round(x, 2) for x in os.getloadavg()]},
               "pipeline": tree, "pipeline_at_end": pipeline_tree(), "source_changed_during_run": len(digests) > 1,
               "targets": targets, "sizes": sizes_out}
-    save(result, args.out, "nightly.json")
+    save(result, args.out, "nightly.json" if args.batch == 10_000 else f"nightly-b{args.batch}.json")
     return result
 
 

@@ -32,10 +32,23 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results"
 
 
+SHARD_DOCS = 1_000_000  # above 1.5x this, corpora are written in shards of about this many documents
+
+
 def corpus_dir(work: Path, docs: int, seed: int) -> Path:
-    path = work / f"corpus-{docs}-{seed}"
+    """The seeded corpus of `docs` documents under work, generated once. Up to 1.5M
+    documents it is one `corpus.generate` stream; larger ones are written in shards of
+    about SHARD_DOCS (`corpus.write_sharded`, both cores, restartable), so a 10M corpus
+    is ten 1M-like pieces sharing one vocabulary and one set of footers."""
+    shards = 1 if docs <= SHARD_DOCS * 3 // 2 else round(docs / SHARD_DOCS)
+    path = work / (f"corpus-{docs}-{seed}" if shards == 1 else f"corpus-{docs}-{seed}-s{shards}")
     if not (path / "_DONE").exists():
-        corpus.write(corpus.CorpusSpec(n_docs=docs, seed=seed), path, "parquet")
+        spec = corpus.CorpusSpec(n_docs=docs, seed=seed)
+        if shards == 1:
+            corpus.write(spec, path, "parquet")
+        else:
+            corpus.write_sharded(spec, path, shards, workers=min(shards, os.cpu_count() or 1),
+                                 log=lambda line: print(f"{path.name}: {line}", flush=True))
         (path / "_DONE").write_text("")
     return path
 

@@ -53,11 +53,15 @@ def shuffle_by_stage(files: list[Path]) -> dict[str, int]:
 
 
 def costs_by_stage(files: list[Path]) -> dict[str, dict[str, float]]:
-    """{pipeline stage: {shuffle_bytes, task_seconds}}: bytes written to shuffle
-    and the summed duration of its tasks (core-seconds, JVM and Python)."""
+    """{pipeline stage: {shuffle_bytes, task_seconds, spill_disk_bytes, spill_memory_bytes}}:
+    bytes written to shuffle, the summed duration of its tasks (core-seconds, JVM
+    and Python), and what its tasks spilled (Spark's "Disk Bytes Spilled": the
+    serialized size written to disk; "Memory Bytes Spilled": the in-memory size of
+    what was spilled)."""
     stage_to_name: dict[int, str] = {}
     written: dict[str, int] = defaultdict(int)
     busy: dict[str, float] = defaultdict(float)
+    spilled: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for event in _events(files):
         kind = event.get("Event")
         if kind == "SparkListenerJobStart":
@@ -69,9 +73,12 @@ def costs_by_stage(files: list[Path]) -> dict[str, dict[str, float]]:
             name = stage_to_name.get(event.get("Stage ID"), "other")
             metrics = event.get("Task Metrics") or {}
             written[name] += int((metrics.get("Shuffle Write Metrics") or {}).get("Shuffle Bytes Written", 0))
+            spilled[name][0] += int(metrics.get("Disk Bytes Spilled", 0))
+            spilled[name][1] += int(metrics.get("Memory Bytes Spilled", 0))
             info = event.get("Task Info") or {}
             busy[name] += (info.get("Finish Time", 0) - info.get("Launch Time", 0)) / 1000.0
-    return {k: {"shuffle_bytes": written[k], "task_seconds": round(busy[k], 2)} for k in busy}
+    return {k: {"shuffle_bytes": written[k], "task_seconds": round(busy[k], 2),
+                "spill_disk_bytes": spilled[k][0], "spill_memory_bytes": spilled[k][1]} for k in busy}
 
 
 def _children(pid: int) -> list[int]:

@@ -177,7 +177,7 @@ def _arg(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return repr(value)
     text = str(value)
-    return f"'{text}'" if re.search(r"[^\w.,=/:@+-]", text) else text
+    return f"'{text}'" if not text or re.search(r"[^\w.,=/:@+-]", text) else text
 
 
 def command(script: str, values: dict[str, Any], prefix: str = "") -> str:
@@ -310,11 +310,22 @@ def _nightly(data: dict) -> tuple[str, str, str]:
         ratios.append(f"append at the largest / smallest archive {t['append_scale']['ratio']}x")
     if t.get("append_vs_rerun", {}).get("ratio") is not None:
         ratios.append(f"append / re-run {t['append_vs_rerun']['ratio']}x")
+    for key, label in (("build_scale", "build"), ("rerun_scale", "re-run")):
+        if t.get(key, {}).get("ratio") is not None:
+            ratios.append(f"{label} at the largest / smallest size {t[key]['ratio']}x (target <= {t[key]['target']}x)")
+    for key, label in (("flat_candidate_pairs", "candidates"), ("flat_verified_pairs", "verified pairs")):
+        if t.get(key, {}).get("ratio") is not None:
+            ratios.append(f"{label} per document largest / smallest {t[key]['ratio']}x")
+    if t.get("peak_memory", {}).get("ratio") is not None:
+        ratios.append(f"largest peak PSS {t['peak_memory']['ratio']} GB")
     docs = "/".join(_docs(s["docs"]) for s in sizes)
     corpus = f"seven-edit corpus split into archive + batch, {docs} docs{_where(data)}"
     values = {"sizes": ",".join(str(s["docs"]) for s in sizes), "batch": data.get("batch"), "seed": data.get("seed"),
-              "no_rerun": "rerun" not in big, "master": data.get("master"),
+              "no_rerun": "rerun" not in big, "rerun_every_size": data.get("rerun_every_size"),
+              "master": data.get("master"), "config": data.get("config"),
               "shuffle_partitions": data.get("shuffle_partitions"), "driver_memory": data.get("driver_memory")}
+    values["scale_target"] = t.get("append_scale", {}).get("target")
+    values["rerun_target"] = t.get("append_vs_rerun", {}).get("target")
     return corpus, "; ".join(figures + ratios), command("nightly", values, "PYSPARK_PYTHON=$PWD/.venv/bin/python ")
 
 
@@ -493,6 +504,8 @@ def _group(path: Path, data: Any) -> tuple[str, str]:
         return bench, f"peers: {', '.join(tools) or 'neardup'}" + ("" if variant == "ascii" else f" ({variant})")
     if bench == "quality" and data.get("method") not in (None, "minhash"):
         return bench, f"quality ({data.get('method')})"
+    if bench == "nightly" and data.get("batch") not in (None, 10_000):
+        return bench, f"nightly ({_docs(data['batch'])} batch)"  # a row per batch size
     if bench == "linkage" and data.get("threshold") is not None:
         return bench, f"linkage ({data['threshold']})"  # a row per threshold
     if bench == "compare" and data.get("docs"):  # a row per corpus size, and for runs without a config
