@@ -209,6 +209,7 @@ def append(batch: Path, index: Path, out: Path, logs: Path, spark_args: list[str
 
 
 def rerun(corpus: Path, out: Path, logs: Path, spark_args: list[str]) -> dict:
+    shutil.rmtree(out, ignore_errors=True)  # an old output deleted during the run would hide its disk use
     row = run_cli(["run", "--input", str(corpus), "--format", "parquet", "--output", str(out), "--overwrite",
                    "--quiet"], logs, spark_args)
     row.pop("stdout")
@@ -239,8 +240,16 @@ def accounted(out: Path, expected: int) -> dict:
     return {"expected": expected, "rows": rows, "distinct": distinct, "ok": rows == distinct == expected}
 
 
+def indexed(index: Path, expected: int) -> dict:
+    """Every archived document exactly once in a freshly built index's assignments table."""
+    files = [str(f) for f in sorted(index.glob("parts/*/assign/*.parquet"))]
+    ids = ds.dataset(files, format="parquet").to_table(columns=["doc_id"]).column("doc_id")
+    rows, distinct = len(ids), pc.count_distinct(ids).as_py()
+    return {"expected": expected, "rows": rows, "distinct": distinct, "ok": rows == distinct == expected}
+
+
 def ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else round(a / b, 3)
+    return None if a is None or not b else round(a / b, 3)
 
 
 def per_doc(run: dict, key: str) -> float | None:
@@ -286,6 +295,9 @@ def targets_of(args, small: dict, large: dict) -> dict:
                 "ratio": ratio(b, a), "per_document": [None if a is None else round(a, 4), None if b is None else round(b, 4)],
                 "target": args.growth_target,
             }
+    checked = [r["accounted"] for e in (small, large) for r in (e.get("build"), e.get("rerun")) if r and "accounted" in r]
+    t["accounted"] = {"what": "runs whose documents are not each accounted for exactly once (index or clusters table)",
+                      "ratio": sum(not c["ok"] for c in checked), "target": 0}
     runs = [r for e in (small, large) for r in (e.get("build"), e.get("append"), e.get("rerun")) if r]
     peak = max(r["peak_pss_mb"] for r in runs) / 1024
     t["peak_memory"] = {"what": "largest peak PSS of the process tree over every run, GB",
@@ -350,9 +362,9 @@ def main(argv=None) -> dict:
         size = tree_bytes(index)
         b["index_bytes"], b["index_mb_by_table"] = size["bytes"], size["mb_by_table"]
         b["index_bytes_per_document"] = round(size["bytes"] / (n - args.batch), 1)
-        b["accounted"] = b["counts"].get("documents") == n - args.batch
+        b["accounted"] = indexed(index, n - args.batch)
         _print(n, n - args.batch, b, f"documents {b['counts'].get('documents')}, verified {b['counts'].get('verified_pairs')}, "
-                     f"clusters {b['counts'].get('clusters')}")
+                     f"clusters {b['counts'].get('clusters')}, accounted {b['accounted']}")
 
         a = append(batch, index, work / f"{tag}-append", work / f"{tag}-append-eventlog", spark_args)
         size = tree_bytes(index)
@@ -389,7 +401,9 @@ def main(argv=None) -> dict:
         verdict = "not measured" if t["met"] is None else ("met" if t["met"] else "MISSED")
         extra = f" (pipeline only {t['pipeline_ratio']})" if "pipeline_ratio" in t else ""
         print(f"{key}: {t['ratio']}{extra}, target <= {t['target']}: {verdict}  [{t['what']}]")
-    result = {"benchmark": "nightly", "master": args.master, "config": args.config,
+    config = None if args.config == ap.get_default("config") else args.config  # the default: no machine path
+    result = {"benchmark": "nightly", "master": args.master, "config": config,
+              "growth_target": args.growth_target, "memory_target_gb": args.memory_target_gb,
               "shuffle_partitions": args.shuffle_partitions, "driver_memory": args.driver_memory,
               "batch": args.batch, "seed": args.seed, "rerun_every_size": args.rerun_every_size,
               "machine": machine(), "load_average": {"start": load_start,

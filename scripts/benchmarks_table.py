@@ -324,6 +324,7 @@ def _nightly(data: dict) -> tuple[str, str, str]:
               "no_rerun": "rerun" not in big, "rerun_every_size": data.get("rerun_every_size"),
               "master": data.get("master"), "config": data.get("config"),
               "shuffle_partitions": data.get("shuffle_partitions"), "driver_memory": data.get("driver_memory")}
+    values["growth_target"], values["memory_target_gb"] = data.get("growth_target"), data.get("memory_target_gb")
     values["scale_target"] = t.get("append_scale", {}).get("target")
     values["rerun_target"] = t.get("append_vs_rerun", {}).get("target")
     return corpus, "; ".join(figures + ratios), command("nightly", values, "PYSPARK_PYTHON=$PWD/.venv/bin/python ")

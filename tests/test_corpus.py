@@ -218,8 +218,6 @@ def test_sharded_corpus_is_one_corpus(tmp_path):
                    if r["edit"] == "unrelated_footer" and shard_of[r["id"]] == k} for k in "012"}
     assert len(footers["0"] | footers["1"] | footers["2"]) == spec.n_footers
     assert footers["0"] & footers["1"] & footers["2"]
-    # one shard is exactly the unsharded corpus
-    assert list(corpus.generate(spec, 0, 1)) == list(corpus.generate(spec))
 
 
 def test_sharded_corpus_resumes(tmp_path):
@@ -236,6 +234,25 @@ def test_sharded_corpus_resumes(tmp_path):
     assert _read_dir(path) == want
     assert {p.name: p.stat().st_mtime_ns for p in path.glob("part-0000-*")} == before  # finished shards kept
     assert not (path / ".shard-1").exists()
+    # killed after moving its files in but before the marker, with a file the new attempt will not write
+    (path / "_shard-2.done").unlink()
+    (path / "part-0002-00099.parquet").write_bytes((path / "part-0002-00000.parquet").read_bytes())
+    corpus.write_sharded(spec, path, shards=3, rows_per_file=150)
+    assert _read_dir(path) == want
+
+
+def test_sharded_corpus_refuses_to_mix(tmp_path):
+    spec = corpus.CorpusSpec(n_docs=300, seed=2)
+    path = corpus.write_sharded(spec, tmp_path / "c", shards=3, rows_per_file=150)
+    (path / "_shard-2.done").unlink()  # unfinished: a resume with other settings would mix two corpora
+    for other in ({"shards": 2}, {"shards": 3, "rows_per_file": 100}, {"shards": 3, "fmt": "jsonl"}):
+        with pytest.raises(ValueError, match="other settings"):
+            corpus.write_sharded(spec, path, **other)
+    with pytest.raises(ValueError, match="other settings"):
+        corpus.write_sharded(corpus.CorpusSpec(n_docs=300, seed=3), path, shards=3, rows_per_file=150)
+    corpus.write(spec, tmp_path / "plain")
+    with pytest.raises(ValueError, match="not empty"):
+        corpus.write_sharded(spec, tmp_path / "plain", shards=3)
 
 
 def test_sharded_corpus_rejects_bad_shapes(tmp_path):
@@ -247,3 +264,6 @@ def test_sharded_corpus_rejects_bad_shapes(tmp_path):
         list(corpus.generate(corpus.CorpusSpec(n_docs=10), shard=2, shards=2))
     with pytest.raises(ValueError, match="do not fit in shard 0"):
         list(corpus.generate(corpus.CorpusSpec(n_docs=300, big_clusters=(200,)), shard=0, shards=3))
+    with pytest.raises(ValueError, match="do not fit in shard 0"):  # before any process starts
+        corpus.write_sharded(corpus.CorpusSpec(n_docs=300, big_clusters=(200,)), tmp_path / "c", shards=3, workers=2)
+    assert not (tmp_path / "c").exists()

@@ -465,7 +465,6 @@ def _assign(spark, plan: Plan, idx: ix.Index, found: Matched, run: Runner) -> Da
             comps, arch_comp, members = _components_on_driver(spark, idx, found, run)
         else:
             comps, arch_comp, members = _components_in_spark(spark, plan.cfg, idx, found, run)
-            run.work["components_on_driver"] = 0
 
     with run.stage("keepers"):
         # Every document whose assignment may change: batch documents (in a component or alone)

@@ -437,8 +437,14 @@ def write_sharded(spec: CorpusSpec, path: str | Path, shards: int, fmt: str = "p
     if spec.n_docs < shards:
         raise ValueError(f"{spec.n_docs} documents cannot make {shards} shards")
     _check(spec)
+    if fmt not in ("parquet", "jsonl"):
+        raise ValueError(f"format must be parquet or jsonl, got {fmt!r}")
+    if sum(spec.big_clusters) > shard_range(spec.n_docs, 0, shards)[1]:
+        raise ValueError(f"big_clusters ({sum(spec.big_clusters)} documents) do not fit in shard 0"
+                         f" ({shard_range(spec.n_docs, 0, shards)[1]} documents)")
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
+    _claim(out, {"spec": _spec_record(spec), "shards": shards, "format": fmt, "rows_per_file": rows_per_file})
     todo = [k for k in range(shards) if not (out / f"_shard-{k}.done").exists()]
     if workers == 1 or len(todo) <= 1:
         for k in todo:
@@ -448,11 +454,39 @@ def write_sharded(spec: CorpusSpec, path: str | Path, shards: int, fmt: str = "p
         return out
     with cf.ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(_write_shard, spec, out, k, shards, fmt, rows_per_file): k for k in todo}
-        for done in cf.as_completed(futures):
-            done.result()
-            if log:
-                log(f"shard {futures[done] + 1}/{shards} written")
+        try:
+            for done in cf.as_completed(futures):
+                done.result()
+                if log:
+                    log(f"shard {futures[done] + 1}/{shards} written")
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)  # the shards running finish; none more start
+            raise
     return out
+
+
+def _spec_record(spec: CorpusSpec) -> dict:
+    import dataclasses
+
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(spec).items()}
+
+
+def _claim(out: Path, record: dict) -> None:
+    """Record what a sharded corpus at `out` is (_shards.json), or refuse to resume one
+    written with another spec, shard count or format: its shards would not fit together."""
+    import json
+
+    manifest = out / "_shards.json"
+    if manifest.exists():
+        if json.loads(manifest.read_text()) != record:
+            raise ValueError(f"{out} holds a sharded corpus written with other settings ({manifest});"
+                             " write to a new directory, or delete it first")
+        return
+    if any(p for p in out.iterdir() if not p.name.startswith(".")):
+        raise ValueError(f"{out} is not empty and holds no sharded corpus: write to a new directory")
+    tmp = out / ".shards.json"
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.replace(manifest)
 
 
 def _write_shard(spec: CorpusSpec, out: Path, shard: int, shards: int, fmt: str, rows_per_file: int) -> None:
@@ -460,6 +494,8 @@ def _write_shard(spec: CorpusSpec, out: Path, shard: int, shards: int, fmt: str,
 
     tmp = out / f".shard-{shard}"
     shutil.rmtree(tmp, ignore_errors=True)
+    for stale in out.glob(f"part-{shard:04d}-*"):  # moved in by an attempt killed before its marker
+        stale.unlink()
     tmp.mkdir()
     names = _write_rows(generate(spec, shard, shards), tmp, fmt, rows_per_file, prefix=f"part-{shard:04d}")
     for name in names:
