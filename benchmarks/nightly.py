@@ -1,4 +1,4 @@
-"""Nightly batches: whole-process cost of checking a 10,000-document batch against an archive index.
+"""Nightly batches: whole-process cost of a batch appended to an archive index, against a full re-run.
 
     PYSPARK_PYTHON=$PWD/.venv/bin/python .venv/bin/python -m benchmarks.nightly --sizes 100000,1000000
 
