@@ -69,11 +69,15 @@ def run_once(corpus_path: Path, out: Path, master: str, partitions: int, extra: 
            "--shuffle-partitions", str(partitions), "--quiet",
            *(sparklog.event_log_conf(logs) if instrumented else []), *(extra or [])]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    with (sparklog.PeakRss(proc.pid) if instrumented else contextlib.nullcontext()) as rss:
-        _, stderr = proc.communicate()
-    wall = time.perf_counter() - start
+    from benchmarks.nightly import LoadSampler  # nightly imports this module
+
+    shutil.rmtree(out, ignore_errors=True)  # an old output deleted during the run would hide its disk use
+    with LoadSampler(out.parent) as load:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with (sparklog.PeakRss(proc.pid) if instrumented else contextlib.nullcontext()) as rss:
+            _, stderr = proc.communicate()
+        wall = time.perf_counter() - start
     if proc.returncode:
         raise SystemExit(f"neardup run failed:\n{stderr[-3000:]}")
     report = json.loads((out / "report.json").read_text())
@@ -86,7 +90,10 @@ def run_once(corpus_path: Path, out: Path, master: str, partitions: int, extra: 
             "peak_rss_mb": round(rss.peak / 2**20), "peak_pss_mb": round(rss.peak_pss / 2**20),
             "processes_at_peak_rss": rss.processes,
             "shuffle_mb": {k: round(v["shuffle_bytes"] / 2**20, 1) for k, v in costs.items() if v["shuffle_bytes"]},
-            "task_seconds": {k: v["task_seconds"] for k, v in costs.items()}}
+            "task_seconds": {k: v["task_seconds"] for k, v in costs.items()},
+            "spill_disk_mb": {k: round(v["spill_disk_bytes"] / 2**20, 1) for k, v in costs.items()
+                              if v["spill_disk_bytes"]},
+            "disk_mb": load.disk(), "load_average": load.as_dict()}
 
 
 def ensure_class_archive(master: str, work: Path) -> dict:
@@ -126,6 +133,8 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--shuffle-partitions", type=int, default=8)
     ap.add_argument("--driver-memory", default="12g",
                     help="local mode: the driver heap is the whole executor (conf/local.toml says 4g)")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for every run (repeatable), e.g. spark.io.compression.codec=zstd")
     ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "neardup-bench"))
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
@@ -139,8 +148,15 @@ def main(argv=None) -> list[dict]:
     for docs in args.docs:
         path = corpus_dir(work, docs, args.seed)
         extra = ["--conf", f"spark.driver.memory={args.driver_memory}"] if args.driver_memory else []
+        for item in args.conf:
+            extra += ["--conf", item]
         row = {"docs": docs, **run_once(path, work / f"out-{docs}", args.master, args.shuffle_partitions, extra)}
+        from benchmarks.nightly import accounted
+
+        row["accounted"] = accounted(work / f"out-{docs}", docs)
         rows.append(row)
+        print(f"{'':>9} accounted: {json.dumps(row['accounted'])}; disk MB {json.dumps(row['disk_mb'])};"
+              f" spill to disk MB {json.dumps(row['spill_disk_mb'])}", flush=True)
         c = row["counts"]
         print(f"{docs:>9} {row['process_seconds']:>10} {row['pipeline_seconds']:>11} {c['candidate_pairs']:>11}"
               f" {c['verified_pairs']:>9} {row['peak_rss_mb']:>12} {row['peak_pss_mb']:>12} {sum(row['shuffle_mb'].values()):>11.1f}"
@@ -148,10 +164,10 @@ def main(argv=None) -> list[dict]:
         print(f"{'':>9} shuffle MB by stage: {json.dumps(row['shuffle_mb'])}", flush=True)
         print(f"{'':>9} task seconds by stage: {json.dumps(row['task_seconds'])}", flush=True)
     result = {"benchmark": "scale", "master": args.master, "shuffle_partitions": args.shuffle_partitions,
-              "driver_memory": args.driver_memory,
+              "driver_memory": args.driver_memory, "conf": args.conf or None,
               "machine": machine(), **archive,
               "runs": rows}
-    save(result, args.out, "scale.json")
+    save(result, args.out, "scale.json" if max(args.docs) <= 1_000_000 else f"scale-{max(args.docs)}.json")
     return rows
 
 
