@@ -1,8 +1,8 @@
-"""Per-stage cost table of the full runs in a nightly benchmark record, as Markdown.
+"""Per-stage cost table of the full runs in a scale or nightly benchmark record, as Markdown.
 
-    .venv/bin/python -m benchmarks.per_stage benchmarks/results/nightly-b200000.json
+    .venv/bin/python -m benchmarks.per_stage benchmarks/results/scale-10200000.json
 
-For each re-run (a full `neardup run` over every document) in the record: per
+For each full `neardup run` in the record (a scale run, or a nightly re-run): per
 pipeline stage, wall seconds (the report), core-milliseconds per document
 (summed task time from Spark's event log over the documents; verify also per
 candidate pair), shuffle bytes written per document, and bytes spilled to
@@ -21,10 +21,8 @@ STAGES = ("read", "sketch", "exact", "band_candidates", "verify", "components", 
 def rows(record: dict) -> list[dict]:
     """One row per (stage, re-run size): the figures the table prints, unrounded."""
     out = []
-    for size in record["sizes"]:
-        run = size.get("rerun")
-        if not run:
-            continue
+    full = record["runs"] if "runs" in record else [size["rerun"] for size in record["sizes"] if "rerun" in size]
+    for run in full:
         docs, cands = run["counts"]["documents"], run["counts"].get("candidate_pairs") or 0
         for stage in (*STAGES, "other"):
             task = run["task_seconds"].get(stage, 0.0)
@@ -66,7 +64,7 @@ def markdown(record: dict) -> str:
 
 def main(argv=None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("record", type=Path, help="a nightly benchmark record (benchmarks/results/nightly-*.json)")
+    ap.add_argument("record", type=Path, help="a scale or nightly benchmark record (benchmarks/results/*.json)")
     text = markdown(json.loads(ap.parse_args(argv).record.read_text()))
     print(text, end="")
     return text

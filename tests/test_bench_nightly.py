@@ -58,3 +58,5 @@ def test_per_stage_figures_per_document_and_candidate():
     assert got["exact"]["core_ms_per_doc"] == 0 and got["exact"]["wall_s"] is None
     text = markdown(record)
     assert "| verify | 2.0 | 3.000 (2.000 / candidate) | 1350 | 12 |" in text
+    scale = {"runs": [record["sizes"][0]["rerun"]]}  # a scale record lists its runs
+    assert markdown(scale) == text
