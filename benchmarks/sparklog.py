@@ -41,10 +41,18 @@ def newest_log(directory: Path) -> list[Path]:
 
 
 def _events(files: list[Path]):
-    for path in files:
+    """Every event of the log files; the last line of the last file may be cut short (a
+    run that was killed or ran out of disk) and is then left out."""
+    for k, path in enumerate(files):
         with open(path, encoding="utf-8") as fh:
-            for line in fh:
+            lines = fh.readlines()
+        for n, line in enumerate(lines):
+            try:
                 yield json.loads(line)
+            except json.JSONDecodeError:
+                if k == len(files) - 1 and n == len(lines) - 1:
+                    return
+                raise
 
 
 def shuffle_by_stage(files: list[Path]) -> dict[str, int]:
