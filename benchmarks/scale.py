@@ -133,8 +133,8 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--shuffle-partitions", type=int, default=8)
     ap.add_argument("--driver-memory", default="12g",
                     help="local mode: the driver heap is the whole executor (conf/local.toml says 4g)")
-    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                    help="a Spark setting for every run (repeatable), e.g. spark.io.compression.codec=zstd")
+    ap.add_argument("--conf", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                    help="Spark settings for every run, e.g. spark.io.compression.codec=zstd")
     ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "neardup-bench"))
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)

@@ -226,12 +226,20 @@ def _scale(data: dict) -> tuple[str, str, str]:
     runs = data["runs"]
     sizes = [r["docs"] for r in runs]
     figures = "; ".join(f"{_docs(r['docs'])}: {_s(r.get('process_seconds'))}" for r in runs)
-    big = max(runs, key=lambda r: r["docs"])
-    if big.get("peak_rss_mb"):
+    big, small = max(runs, key=lambda r: r["docs"]), min(runs, key=lambda r: r["docs"])
+    if big.get("peak_pss_mb"):
+        figures += f" (peak PSS {big['peak_pss_mb']:,} MB at {_docs(big['docs'])})"
+    elif big.get("peak_rss_mb"):
         figures += f" (peak RSS {big['peak_rss_mb']:,} MB at {_docs(big['docs'])})"
+    if big is not small:
+        figures += (f"; {_docs(big['docs'])} / {_docs(small['docs'])}: "
+                    f"{big['process_seconds'] / small['process_seconds']:.2f}x the time")
+    if big.get("disk_mb"):
+        figures += f"; disk at the peak {big['disk_mb']['peak_mb'] / 1024:.0f} GB"
     corpus = f"seven-edit corpus, {'/'.join(_docs(n) for n in sizes)} docs{_where(data)}"
     cmd = command("scale", {"docs": sizes, "master": data.get("master"), "shuffle_partitions":
-                            data.get("shuffle_partitions"), "driver_memory": data.get("driver_memory")})
+                            data.get("shuffle_partitions"), "driver_memory": data.get("driver_memory"),
+                            "conf": data.get("conf")})
     return corpus, "whole `neardup run` process: " + figures, cmd
 
 
