@@ -57,7 +57,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -122,45 +121,6 @@ def tree_bytes(root: Path) -> dict:
     return {"bytes": total, "mb_by_table": {k: round(v / 2**20, 1) for k, v in sorted(by_table.items())}}
 
 
-class LoadSampler:
-    """1-minute load average before, after and (every few seconds) during a run, and the
-    disk used on the work directory's file system: its growth at the peak over the start."""
-
-    def __init__(self, where: Path, interval: float = 5.0):
-        self.where, self.interval, self.samples = where, interval, []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _disk(self) -> int:
-        return shutil.disk_usage(self.where).used
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.samples.append(os.getloadavg()[0])
-            self.disk_peak = max(self.disk_peak, self._disk())
-
-    def __enter__(self) -> "LoadSampler":
-        self.before = round(os.getloadavg()[0], 2)
-        self.disk_before = self.disk_peak = self._disk()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.after = round(os.getloadavg()[0], 2)
-        self.disk_after = self._disk()
-
-    def as_dict(self) -> dict:
-        mean = sum(self.samples) / len(self.samples) if self.samples else None
-        return {"before": self.before, "after": self.after, "mean_during": None if mean is None else round(mean, 2)}
-
-    def disk(self) -> dict:
-        """MB more than at the start: at the peak (sampled) and at the end (what the run left)."""
-        mb = lambda b: round((b - self.disk_before) / 2**20)  # noqa: E731
-        return {"peak_mb": mb(max(self.disk_peak, self.disk_after)), "end_mb": mb(self.disk_after)}
-
-
 def run_cli(args: list[str], logs: Path, spark_args: list[str]) -> dict:
     """`python -m neardup_spark.cli ARGS` as its own process: wall time, stdout, peak RSS of the
     process tree, load average, and shuffle MB / task seconds per pipeline stage from its event log."""
@@ -168,7 +128,7 @@ def run_cli(args: list[str], logs: Path, spark_args: list[str]) -> dict:
     cmd = [sys.executable, "-m", "neardup_spark.cli", *args, *spark_args, *sparklog.event_log_conf(logs)]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     source_before = source_digest()
-    with LoadSampler(logs.parent) as load:
+    with sparklog.LoadSampler(logs.parent) as load:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         with sparklog.PeakRss(proc.pid) as rss:
@@ -233,19 +193,9 @@ def agreement(append_out: Path, rerun_out: Path) -> dict:
     return out
 
 
-def accounted(out: Path, expected: int) -> dict:
-    """Every document exactly once in a run's clusters table: its rows, distinct ids, and the input's count."""
-    ids = ds.dataset(out / "clusters", format="parquet").to_table(columns=["doc_id"]).column("doc_id")
-    rows, distinct = len(ids), pc.count_distinct(ids).as_py()
-    return {"expected": expected, "rows": rows, "distinct": distinct, "ok": rows == distinct == expected}
-
-
 def indexed(index: Path, expected: int) -> dict:
     """Every archived document exactly once in a freshly built index's assignments table."""
-    files = [str(f) for f in sorted(index.glob("parts/*/assign/*.parquet"))]
-    ids = ds.dataset(files, format="parquet").to_table(columns=["doc_id"]).column("doc_id")
-    rows, distinct = len(ids), pc.count_distinct(ids).as_py()
-    return {"expected": expected, "rows": rows, "distinct": distinct, "ok": rows == distinct == expected}
+    return sparklog.once(sorted(index.glob("parts/*/assign/*.parquet")), expected)
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -377,7 +327,7 @@ def main(argv=None) -> dict:
 
         if not args.no_rerun and (n == sizes[-1] or args.rerun_every_size):
             r = rerun(corpus, work / f"{tag}-rerun", work / f"{tag}-rerun-eventlog", spark_args)
-            r["accounted"] = accounted(work / f"{tag}-rerun", n)
+            r["accounted"] = sparklog.accounted(work / f"{tag}-rerun", n)
             _print(n, "-", r, f"documents {r['counts'].get('documents')}, verified {r['counts'].get('verified_pairs')}, "
                          f"clusters {r['counts'].get('clusters')}, accounted {r['accounted']}")
             entry["rerun"] = r

@@ -69,10 +69,8 @@ def run_once(corpus_path: Path, out: Path, master: str, partitions: int, extra: 
            "--shuffle-partitions", str(partitions), "--quiet",
            *(sparklog.event_log_conf(logs) if instrumented else []), *(extra or [])]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    from benchmarks.nightly import LoadSampler  # nightly imports this module
-
     shutil.rmtree(out, ignore_errors=True)  # an old output deleted during the run would hide its disk use
-    with LoadSampler(out.parent) as load:
+    with sparklog.LoadSampler(out.parent) as load:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         with (sparklog.PeakRss(proc.pid) if instrumented else contextlib.nullcontext()) as rss:
@@ -151,9 +149,7 @@ def main(argv=None) -> list[dict]:
         for item in args.conf:
             extra += ["--conf", item]
         row = {"docs": docs, **run_once(path, work / f"out-{docs}", args.master, args.shuffle_partitions, extra)}
-        from benchmarks.nightly import accounted
-
-        row["accounted"] = accounted(work / f"out-{docs}", docs)
+        row["accounted"] = sparklog.accounted(work / f"out-{docs}", docs)
         rows.append(row)
         print(f"{'':>9} accounted: {json.dumps(row['accounted'])}; disk MB {json.dumps(row['disk_mb'])};"
               f" spill to disk MB {json.dumps(row['spill_disk_mb'])}", flush=True)

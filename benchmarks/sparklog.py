@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 import time
 from collections import defaultdict
@@ -166,6 +167,60 @@ class PeakRss:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+
+
+class LoadSampler:
+    """1-minute load average before, after and (every few seconds) during a run, and the
+    disk used on the work directory's file system: its growth at the peak over the start."""
+
+    def __init__(self, where: Path, interval: float = 5.0):
+        self.where, self.interval, self.samples = where, interval, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _disk(self) -> int:
+        return shutil.disk_usage(self.where).used
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.samples.append(os.getloadavg()[0])
+            self.disk_peak = max(self.disk_peak, self._disk())
+
+    def __enter__(self) -> "LoadSampler":
+        self.before = round(os.getloadavg()[0], 2)
+        self.disk_before = self.disk_peak = self._disk()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.after = round(os.getloadavg()[0], 2)
+        self.disk_after = self._disk()
+
+    def as_dict(self) -> dict:
+        mean = sum(self.samples) / len(self.samples) if self.samples else None
+        return {"before": self.before, "after": self.after, "mean_during": None if mean is None else round(mean, 2)}
+
+    def disk(self) -> dict:
+        """MB more than at the start: at the peak (sampled) and at the end (what the run left)."""
+        mb = lambda b: round((b - self.disk_before) / 2**20)  # noqa: E731
+        return {"peak_mb": mb(max(self.disk_peak, self.disk_after)), "end_mb": mb(self.disk_after)}
+
+
+def accounted(out: Path, expected: int) -> dict:
+    """Every document exactly once in a run's clusters table (out/clusters)."""
+    return once(sorted((out / "clusters").rglob("*.parquet")), expected)
+
+
+def once(files: list[Path], expected: int) -> dict:
+    """Every id exactly once in the doc_id column of these Parquet files, and as many as expected."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    ids = ds.dataset([str(f) for f in files], format="parquet").to_table(columns=["doc_id"]).column("doc_id")
+    rows, distinct = len(ids), pc.count_distinct(ids).as_py()
+    return {"expected": expected, "rows": rows, "distinct": distinct, "ok": rows == distinct == expected}
 
 
 if __name__ == "__main__":  # python -m benchmarks.sparklog EVENT_LOG_DIR
