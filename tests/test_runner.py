@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 
 from neardup_spark.runtime.report import Report
 from neardup_spark.runtime.runner import KEEP, LOCAL, Runner, materialise
@@ -161,3 +166,39 @@ def test_a_report_pickles_and_copies():
     report = Report(counts={"documents": 3}, stage_seconds={"read": 0.5}, advice=["a note"], mode="append")
     for again in (pickle.loads(pickle.dumps(report)), copy.deepcopy(report)):
         assert again.as_dict() == report.as_dict() and again.advice == ("a note",)
+
+
+def _shuffle_files(spark) -> set[str]:
+    """The shuffle files under the session's local directories (blockmgr-*/NN/shuffle_*)."""
+    conf = spark.sparkContext.getConf()
+    roots = (os.environ.get("SPARK_LOCAL_DIRS") or conf.get("spark.local.dir", tempfile.gettempdir())).split(",")
+    return {str(f) for root in roots for f in Path(root).glob("blockmgr-*/*/shuffle_*")}
+
+
+def _gone(spark, files: set[str], seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while files & _shuffle_files(spark):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def test_a_dropped_frame_lets_spark_delete_the_shuffle_files_behind_it(spark):
+    before = _shuffle_files(spark)
+    run = Runner(spark)
+    with run.stage("up"):
+        up, _ = run.counted(spark.range(2000).repartition(3, "id"))
+        down, n = run.counted(up.groupBy((F.col("id") % 7).alias("k")).count(), how=LOCAL)
+    made = _shuffle_files(spark) - before
+    assert n == 7 and made
+    spark.sparkContext._jvm.System.gc()
+    assert not _gone(spark, made, seconds=2.0)  # kept, `up` holds its shuffle
+    run.drop(up)
+    del up
+    with run.stage("later"):  # the next stage collects the garbage first
+        pass
+    assert _gone(spark, made)
+    assert sorted(r["count"] for r in down.collect()) == sorted(2000 // 7 + (k < 2000 % 7) for k in range(7))
+    assert [how for _, how in run.kept] == [LOCAL]
+    run.release()

@@ -10,6 +10,9 @@ stages inside `runner.stage(name)` blocks; the runner
 - materialises a stage boundary by one policy (`materialise`): persisted,
   and with `cut` also the lineage cut (a local checkpoint), for the nightly
   append's many small frames whose plans would otherwise nest every earlier one;
+- drops a boundary as soon as no later stage reads it (`drop`), so that Spark's
+  cleaner can delete the shuffle files behind it during the run rather than at
+  its end (at 10M documents verify's shuffle alone is tens of GB of local disk);
 - gathers the figures (`counts`: the same on any partitioning; `work`: how the
   run got there) into the frozen `Report` the entry point returns;
 - shows progress (`runtime.progress`) when the entry point asked for it.
@@ -21,6 +24,7 @@ just to log.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -39,7 +43,8 @@ KEEP, LOCAL, RELIABLE = "keep", "local", "reliable"
 
 
 def materialise(df: DataFrame, how: str = KEEP) -> DataFrame:
-    """df, lazily kept by `how` (KEEP, LOCAL or RELIABLE): the next action computes and stores it."""
+    """df, lazily kept by `how` (LOCAL, RELIABLE, or anything else, e.g. cluster.checkpoint
+    "none": KEEP): the next action computes and stores it."""
     if how == LOCAL:
         return df.localCheckpoint(eager=False)
     if how == RELIABLE:
@@ -57,6 +62,12 @@ def _drop_checkpoint(df: DataFrame) -> None:
         pass
 
 
+def _unkeep(df: DataFrame, how: str) -> None:
+    df.unpersist()
+    if how == LOCAL:
+        _drop_checkpoint(df)
+
+
 class Runner:
     """Stage names, wall times, kept frames and figures of one run (see the module doc).
 
@@ -69,8 +80,9 @@ class Runner:
         self.seconds: dict[str, float] = {}
         self.counts: dict[str, int] = {}  # figures of the result
         self.work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
-        self.kept: list[tuple[DataFrame, bool]] = []  # and whether its lineage was cut
+        self.kept: list[tuple[DataFrame, str]] = []  # and how (KEEP, LOCAL or RELIABLE)
         self.progress = current_progress()
+        self._collect = False  # frames were dropped: collect the JVM's garbage before the next stage
         try:
             self._context = spark.sparkContext
         except Exception:  # Spark Connect has no SparkContext
@@ -79,6 +91,7 @@ class Runner:
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
         """Name, time (and, with progress on, show) the Spark jobs run inside the block."""
+        self._collect_garbage()
         if self._context is not None:
             self._context.setJobDescription(f"neardup: {name}")
         start = time.perf_counter()
@@ -91,21 +104,24 @@ class Runner:
             if self._context is not None:
                 self._context.setJobDescription(None)
 
-    def keep(self, df: DataFrame, now: bool = False, cut: bool | None = None) -> DataFrame:
+    def keep(self, df: DataFrame, now: bool = False, cut: bool | None = None, how: str | None = None) -> DataFrame:
         """df materialised by this run's policy (or, with `cut` given, with its lineage cut by a
-        local checkpoint or not): lazily (its next action computes it), or `now` (one count
-        job), for a frame read twice by one job or numbered by position."""
-        cut = self.cut if cut is None else cut
-        kept = materialise(df, LOCAL if cut else KEEP)
-        self.kept.append((kept, cut))
+        local checkpoint or not; or `how`, a `materialise` mode): lazily (its next action
+        computes it), or `now` (one count job), for a frame read twice by one job or
+        numbered by position."""
+        if how is None:
+            how = LOCAL if (self.cut if cut is None else cut) else KEEP
+        kept = materialise(df, how)
+        self.kept.append((kept, how))
         if now:
             kept.count()
         return kept
 
-    def counted(self, df: DataFrame, figure: str | None = None, cut: bool | None = None) -> tuple[DataFrame, int]:
-        """(`keep(df, cut=cut)`, its row count): one job computes both; the count is recorded
-        as counts[figure] when a figure is named."""
-        kept = self.keep(df, cut=cut)
+    def counted(self, df: DataFrame, figure: str | None = None, cut: bool | None = None,
+                how: str | None = None) -> tuple[DataFrame, int]:
+        """(`keep(df, cut=cut, how=how)`, its row count): one job computes both; the count is
+        recorded as counts[figure] when a figure is named."""
+        kept = self.keep(df, cut=cut, how=how)
         n = kept.count()
         if figure is not None:
             self.counts[figure] = n
@@ -115,11 +131,30 @@ class Runner:
         """Drop every frame kept so far: persisted frames are unpersisted, and the blocks of
         local checkpoints removed (a long-lived session, e.g. a notebook running an append
         every night, would otherwise hold them until the JVM's garbage collector runs)."""
-        for df, cut in self.kept:
-            df.unpersist()
-            if cut:
-                _drop_checkpoint(df)
+        for df, how in self.kept:
+            _unkeep(df, how)
         self.kept.clear()
+
+    def drop(self, *frames: DataFrame) -> None:
+        """Release these kept frames now, as no later stage reads them. Spark's cleaner deletes
+        a shuffle's files once the driver's JVM has collected every plan that refers to it,
+        and a persisted frame refers to every shuffle in its plan; so the next `stage` first
+        asks the JVM to collect its garbage, once the caller's own references are gone too."""
+        ids = {id(df) for df in frames}
+        for df, how in self.kept:
+            if id(df) in ids:
+                _unkeep(df, how)
+        self.kept = [kept for kept in self.kept if id(kept[0]) not in ids]
+        self._collect = True
+
+    def _collect_garbage(self) -> None:
+        if self._collect and self._context is not None:
+            gc.collect()  # Python first: a DataFrame freed here releases its JVM handle
+            try:
+                self._context._jvm.System.gc()
+            except Exception:  # pragma: no cover - no JVM handle: Spark's periodic GC does it later
+                pass
+        self._collect = False
 
     def report(self, **sections: Any) -> Report:
         """The run's report: these sections and the runner's figures as they are now."""

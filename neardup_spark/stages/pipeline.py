@@ -29,7 +29,7 @@ from neardup_spark.plan import Plan
 from neardup_spark.runtime.parallel import in_background
 from neardup_spark.runtime.report import Report
 from neardup_spark.runtime import sizing
-from neardup_spark.runtime.runner import Runner
+from neardup_spark.runtime.runner import LOCAL, Runner
 from neardup_spark.stages import boilerplate
 from neardup_spark.stages import containment
 from neardup_spark.stages.banding import representatives
@@ -252,7 +252,11 @@ def match(table: DataFrame, plan: Plan, run: Runner, set_bytes: float | None = N
             sets = table.select(C.NID, C.SHINGLES, *prints).unionByName(
                 archive.sets(met, counts["archived_documents_met"], prints))
             links = links.join(met.select(_ADOC, F.col(C.NID).alias(C.EXACT_REP)), _ADOC).select(C.EXACT_REP, C.NID)
-        near, _ = run.counted(verify(cands, cfg, sets, n_cands, set_bytes), "verified_pairs")
+        # Cut from verify's plan (cluster.checkpoint) and the candidates dropped: the
+        # shuffles behind both (tens of GB of local disk at 10M documents) can go now.
+        near, _ = run.counted(verify(cands, cfg, sets, n_cands, set_bytes), "verified_pairs",
+                              how=LOCAL if run.cut else cfg.cluster.checkpoint)
+        run.drop(cands)
     return Matches(copies, near, met, links, banded)
 
 
