@@ -272,6 +272,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--driver-memory", default="12g",
                     help="local mode: the driver heap is the whole executor (conf/local.toml says 4g); every run;"
                          " empty: not set (the run sizes it)")
+    ap.add_argument("--conf", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                    help="further Spark settings of every run (e.g. spark.io.compression.codec=zstd)")
     ap.add_argument("--scale-target", type=float, default=SCALE_TARGET,
                     help="append at the largest archive / at the smallest, process seconds")
     ap.add_argument("--rerun-target", type=float, default=RERUN_TARGET,
@@ -293,6 +295,8 @@ def main(argv=None) -> dict:
         spark_args += ["--shuffle-partitions", str(args.shuffle_partitions)]
     if args.driver_memory:
         spark_args += ["--conf", f"spark.driver.memory={args.driver_memory}"]
+    for item in args.conf:
+        spark_args += ["--conf", item]
     load_start = [round(x, 2) for x in os.getloadavg()]
     tree = pipeline_tree()
 
@@ -355,7 +359,7 @@ def main(argv=None) -> dict:
     result = {"benchmark": "nightly", "master": args.master, "config": config,
               "growth_target": args.growth_target, "memory_target_gb": args.memory_target_gb,
               "shuffle_partitions": args.shuffle_partitions, "driver_memory": args.driver_memory,
-              "batch": args.batch, "seed": args.seed, "rerun_every_size": args.rerun_every_size,
+              "conf": args.conf or None, "batch": args.batch, "seed": args.seed, "rerun_every_size": args.rerun_every_size,
               "machine": machine(), "load_average": {"start": load_start,
                                                      "end": [round(x, 2) for x in os.getloadavg()]},
               "pipeline": tree, "pipeline_at_end": pipeline_tree(), "source_changed_during_run": len(digests) > 1,
