@@ -14,7 +14,8 @@ from neardup_spark.version import __version__
 # The pipeline (pyspark, pandas, pyarrow) is imported on first use, not with
 # the package: Spark's Python workers unpickle a UDF from one module and
 # should not pay for every stage, and the CLI imports it while the JVM starts.
-_LAZY = {"DedupResult", "deduplicate", "run", "options", "build_index", "append", "export", "calibrate",
+_LAZY = {"DedupResult", "deduplicate", "run", "options", "build_index", "append", "export",
+         "compact_index", "vacuum_index", "calibrate",
          "evaluate", "read", "progress", "Report", "inspect", "review_page"}
 
 
@@ -39,6 +40,8 @@ __all__ = [
     "build_index",
     "append",
     "export",
+    "compact_index",
+    "vacuum_index",
     "calibrate",
     "evaluate",
     "read",

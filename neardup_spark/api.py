@@ -21,7 +21,8 @@ from typing import Any, ContextManager, Sequence
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from neardup_spark.archive import nightly
+from neardup_spark.archive import housekeeping, nightly
+from neardup_spark.archive.housekeeping import Compaction, Vacuum
 from neardup_spark.config import Config, ConfigError, require_io_paths
 from neardup_spark.plan import resolve
 from neardup_spark.runtime.paths import local_path
@@ -185,6 +186,18 @@ def append(spark: SparkSession, cfg: Config) -> Report:
 def export(spark: SparkSession, index_path: str, output: str, mode: str = "errorifexists") -> int:
     """The current clusters of every archived document written to `output`/clusters; returns their number."""
     return nightly.export(spark, index_path, output, mode)
+
+
+def compact_index(spark: SparkSession, index_path: str) -> Compaction:
+    """Rewrite the index as one part with the same meaning (see `archive.housekeeping`)."""
+    with sized(spark):
+        return housekeeping.compact(spark, index_path)
+
+
+def vacuum_index(spark: SparkSession | None, index_path: str, retain_days: float = 7.0,
+                 dry_run: bool = False) -> Vacuum:
+    """Remove the index's replaced and orphaned parts older than `retain_days`."""
+    return housekeeping.vacuum(spark, index_path, retain_days, dry_run)
 
 
 def calibrate(df: DataFrame, config: Config | None = None, *, pairs: int = 5000, seed: int = 1,

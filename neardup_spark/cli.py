@@ -156,7 +156,7 @@ def _parser() -> argparse.ArgumentParser:
     params.add_argument("--step", type=float, default=0.05, help="S-curve table step")
     params.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    index = sub.add_parser("index", help="build or export the archive index of nightly batches")
+    index = sub.add_parser("index", help="build, export, compact or vacuum the archive index of nightly batches")
     isub = index.add_subparsers(dest="index_command", required=True)
     build = isub.add_parser("build", help="run the pipeline over the archive and write its index")
     _add_input_options(build)
@@ -175,6 +175,19 @@ def _parser() -> argparse.ArgumentParser:
     exp.add_argument("--overwrite", action="store_true", help="replace an existing output")
     exp.add_argument("--config", action="append", default=[], help="TOML config file (repeatable; later wins)")
     _add_spark_options(exp)
+    comp = isub.add_parser("compact", help="rewrite the index as one part with the same assignments "
+                                           "(the replaced parts stay until vacuum)")
+    comp.add_argument("--index", required=True)
+    comp.add_argument("--config", action="append", default=[], help="TOML config file (repeatable; later wins)")
+    _add_spark_options(comp)
+    vac = isub.add_parser("vacuum", help="remove replaced and orphaned parts that no reader needs")
+    vac.add_argument("--index", required=True)
+    vac.add_argument("--retain-days", type=float, default=7.0,
+                     help="keep what was replaced or written less than this long ago (default 7; keep it above "
+                          "the longest append, whose part is not committed until its end)")
+    vac.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
+    vac.add_argument("--config", action="append", default=[], help="TOML config file (repeatable; later wins)")
+    _add_spark_options(vac)
 
     demo = sub.add_parser("demo", help="run on the bundled 1,000-document sample (local preset): a first try")
     demo.add_argument("--output", required=True, help="output directory")
@@ -517,6 +530,23 @@ def _cmd_index(args: argparse.Namespace) -> int:
         _check_output(cfg)
         n = _in_session(cfg, lambda spark: api.export(spark, cfg.index.path, cfg.output.path, cfg.output.mode))
         print(f"wrote the current clusters of {n} archived documents to {cfg.output.path.rstrip('/')}/clusters")
+        return 0
+    if args.index_command == "compact":
+        done = _in_session(cfg, lambda spark: api.compact_index(spark, cfg.index.path))
+        if done.part is None:
+            print(f"the index at {cfg.index.path} has one part already (version {done.version}): nothing to do")
+        else:
+            print(f"compacted {len(done.parts_replaced)} parts into {done.part}: version {done.version_before} -> "
+                  f"{done.version}, {done.documents} documents; `neardup index vacuum` removes the replaced parts")
+        return 0
+    if args.index_command == "vacuum":
+        done = _in_session(cfg, lambda spark: api.vacuum_index(spark, cfg.index.path, args.retain_days,
+                                                               args.dry_run))
+        verb = "would remove" if args.dry_run else "removed"
+        print(f"{verb} {len(done.removed)} parts, kept only the batch results of {len(done.trimmed)}; "
+              f"{len(done.kept)} unlisted parts are younger than {args.retain_days:g} days and stay")
+        for part in done.removed:
+            print(f"  {verb} {part}")
         return 0
     if not cfg.input.path:
         raise NeardupError("input.path is required (--input)")

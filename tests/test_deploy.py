@@ -74,3 +74,37 @@ def test_storage_the_executors_do_not_share_is_refused_before_work(cluster, tmp_
     assert len(errors) == 1 and "is not shared storage" in errors[0], said[-3000:]
     assert "Traceback" not in said
     assert time.perf_counter() - start < 120
+
+
+def test_nightly_batches_compacted_on_the_cluster_equal_one_full_run(cluster, spark, tmp_path):
+    """The index at a file:// URI (the Hadoop filesystem path that hdfs:// takes): built, two
+    nights appended, compacted and exported by spark-submit jobs on the cluster."""
+    from neardup_spark.api import run
+
+    from . import oracles
+    from .test_nightly import _cfg, _partition
+
+    url, _ = cluster
+    rows = pd.read_json(SAMPLE, lines=True)
+    paths = oracles.split_into_nights(rows, tmp_path, seed=3)
+    index = (tmp_path / "index").as_uri()
+    common = ["--format", "jsonl", "--shuffle-partitions", "4", "--quiet"]
+    steps = [
+        ["index", "build", "--input", paths[0], "--index", index, *common],
+        *[["run", "--input", paths[k], "--index", index, "--append", "--output", str(tmp_path / f"night{k}"), *common]
+          for k in (1, 2)],
+        ["index", "compact", "--index", index, "--shuffle-partitions", "4"],
+        ["index", "export", "--index", index, "--output", str(tmp_path / "export"), "--shuffle-partitions", "4"],
+    ]
+    for args in steps:
+        proc = _submit(url, args, tmp_path)
+        assert proc.returncode == 0, (args, proc.stderr[-3000:])
+    manifest = json.loads((tmp_path / "index" / "manifest.json").read_text())
+    assert len(manifest["parts"]) == 1 and manifest["compacted"]["parts"] and manifest["documents"] == len(rows)
+    run(spark, _cfg(**{"input.path": SAMPLE, "output.path": str(tmp_path / "full")}))
+    nightly = pd.read_parquet(tmp_path / "export" / "clusters")
+    full = pd.read_parquet(tmp_path / "full" / "clusters")
+    assert _partition(nightly) == _partition(full)
+    both = nightly.merge(full, on="doc_id", suffixes=("_n", "_f"))
+    assert len(both) == len(rows) and (both.keeper_id_n == both.keeper_id_f).all()
+    assert (both.status_n == both.status_f).all()

@@ -24,6 +24,7 @@ whole. A Store offers that step and the few reads around it, on:
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from dataclasses import dataclass
 from typing import Protocol
@@ -47,6 +48,8 @@ class Store(Protocol):
     def put_if_absent(self, rel: str, text: str) -> bool: ...
     def put(self, rel: str, text: str) -> None: ...
     def spark_schema(self, rel: str) -> str | None: ...
+    def newest_mtime(self, rel: str) -> float | None: ...
+    def delete(self, rel: str) -> None: ...
 
 
 def _is_data(name: str) -> bool:
@@ -100,6 +103,28 @@ class LocalStore:
         folder = os.path.dirname(self._p(rel))
         os.makedirs(folder, exist_ok=True)
         os.replace(_synced_temp(folder, text), self._p(rel))
+
+    def newest_mtime(self, rel: str) -> float | None:
+        """The newest modification time (epoch seconds) of rel or anything under it; None if absent."""
+        path = self._p(rel)
+        if not os.path.exists(path):
+            return None
+        newest = os.path.getmtime(path)
+        for top, _, files in os.walk(path):
+            for name in files:
+                try:
+                    newest = max(newest, os.path.getmtime(os.path.join(top, name)))
+                except FileNotFoundError:  # removed meanwhile
+                    pass
+        return newest
+
+    def delete(self, rel: str) -> None:
+        """Remove rel and everything under it (absent: nothing to do)."""
+        path = self._p(rel)
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.exists(path):
+            os.unlink(path)
 
     def _first_data_file(self, rel: str) -> str | None:
         for top, dirs, files in os.walk(self._p(rel)):
@@ -228,6 +253,19 @@ class HadoopStore:
 
     def put(self, rel: str, text: str) -> None:
         self._write(self._p(rel), text, True)
+
+    def newest_mtime(self, rel: str) -> float | None:
+        path = self._p(rel)
+        if not self.fs.exists(path):
+            return None
+        newest = self.fs.getFileStatus(path).getModificationTime()
+        files = self.fs.listFiles(path, True)
+        while files.hasNext():
+            newest = max(newest, files.next().getModificationTime())
+        return newest / 1000.0
+
+    def delete(self, rel: str) -> None:
+        self.fs.delete(self._p(rel), True)
 
     def _first_data_file(self, rel: str):
         path = self._p(rel)

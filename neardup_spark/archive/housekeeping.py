@@ -1,0 +1,164 @@
+"""Housekeeping of an archive index: `compact` its parts into one, `vacuum` the files no reader needs.
+
+A nightly index gains a part a night, and every lookup unions them all: a year
+of nights is 365 unions. `compact` writes one part holding what the newest
+version means (each document's live rows, its current assignment, the stored
+pairs) and commits a version that lists only that part, through the same
+create-if-absent commit as an append: if an append lands meanwhile, the
+compaction changes nothing and says to run it again. Assignments, clusters
+and every later batch's result are the same before and after.
+
+The parts a compaction replaced stay on disk until `vacuum` removes them, with
+the parts of runs that were killed before their commit (orphans). A file goes
+only when no reader can still want it:
+
+- a part the newest version lists is never touched;
+- a replaced part goes once the version that replaced it is older than the
+  retention (a run that opened the index before the compaction may still read
+  it), an orphan once its newest file is older than the retention (a run may
+  be writing it now: keep the retention above the longest append);
+- a replaced part that holds a landed batch's own results keeps `output/`:
+  re-running that batch re-emits them from there.
+
+Both are safe to kill at any point: a killed compaction leaves an orphan, a
+killed vacuum leaves parts that nobody reads, partly removed.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import time
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from neardup_spark import columns as C
+from neardup_spark.archive import index as ix
+from neardup_spark.errors import NeardupError
+from neardup_spark.runtime.storage import kill_point
+
+DAY = 86_400.0
+_KEEP_FOR_REPLAY = "output"
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What `compact` did: the version before and after, the parts replaced, the new part."""
+
+    version_before: int
+    version: int
+    parts_replaced: list[str]
+    part: str | None  # None: the index had one part already, nothing was written
+    documents: int
+
+
+@dataclass(frozen=True)
+class Vacuum:
+    """What `vacuum` removed (or, with dry_run, would remove), by part."""
+
+    removed: list[str]  # whole parts
+    trimmed: list[str]  # replaced parts of landed batches: all but output/ removed
+    kept: list[str]  # parts not listed by the newest version but younger than the retention
+
+
+def compact(spark: SparkSession, path: str) -> Compaction:
+    """Rewrite the index at `path` as one part with the same meaning, committed as the next version.
+
+    Raises ConcurrentCommitError (and changes nothing) when another run commits first."""
+    idx = ix.open_index(path, spark)
+    version = int(idx.manifest["version"])
+    if len(idx.parts) == 1:
+        return Compaction(version, version, [], None, int(idx.manifest["documents"]))
+    part = ix.new_part_name(version + 1)
+    docs = idx.docs(spark)
+    keys = None  # the build's stripped lines (boilerplate on), which every batch strips too
+    if idx.store.exists(f"parts/{idx.parts[0]}/boilerplate"):
+        keys = ix.read_table(spark, idx.store, f"parts/{idx.parts[0]}/boilerplate")
+    stored = idx.pairs(spark)
+    ix.write_part(idx.part_path(part), docs, idx.bands(spark), idx.assignments(spark),
+                  outputs={"pairs": stored} if stored is not None else None, boilerplate=keys)
+    _check_part(spark, idx, part, int(idx.manifest["documents"]))
+    kill_point("before_compaction_commit")
+    manifest = {
+        **idx.manifest,
+        "format": ix.FORMAT,
+        "version": version + 1,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "parts": [part],
+        "compacted": {"from_version": version, "parts": idx.parts},
+    }
+    ix.commit(idx.store, manifest, expected_version=version)
+    return Compaction(version, version + 1, idx.parts, part, int(idx.manifest["documents"]))
+
+
+def _check_part(spark: SparkSession, idx: ix.Index, part: str, documents: int) -> None:
+    """The new part holds each of the index's documents once, in docs and in assign."""
+    for table in ("docs", "assign"):
+        rows = ix.read_table(spark, idx.store, f"parts/{part}/{table}")
+        row = rows.agg(F.count(F.lit(1)).alias("n"), F.countDistinct(C.DOC_ID).alias("ids")).first()
+        if not (int(row["n"]) == int(row["ids"]) == documents):  # pragma: no cover - an invariant
+            raise NeardupError(f"compaction wrote {row['n']} {table} rows ({row['ids']} ids) for {documents} "
+                               f"documents; nothing was committed (the part {part} is an orphan)")
+
+
+def vacuum(spark: SparkSession | None, path: str, retain_days: float = 7.0, dry_run: bool = False,
+           now: float | None = None) -> Vacuum:
+    """Remove the parts of the index at `path` that no reader needs (see the module doc)."""
+    if retain_days < 0:
+        raise NeardupError("--retain-days must be >= 0")
+    idx = ix.open_index(path, spark)
+    store = idx.store
+    cutoff = (time.time() if now is None else now) - retain_days * DAY
+    listed = set(idx.parts)
+    replaced_at = _replaced_at(store)
+    batch_parts = set(idx.manifest.get("batches", {}).values())
+    removed, trimmed, kept = [], [], []
+    for part in store.list("parts"):
+        if part in listed or part.startswith((".", "_")):
+            continue
+        rel = f"parts/{part}"
+        if part in replaced_at:
+            old = replaced_at[part] < cutoff
+        else:  # never committed: a killed run's, or one being written now
+            newest = store.newest_mtime(rel)
+            old = newest is not None and newest < cutoff
+        if not old:
+            kept.append(part)
+            continue
+        if part in batch_parts:
+            tables = [t for t in store.list(rel) if t != _KEEP_FOR_REPLAY]
+            if not tables:
+                continue
+            trimmed.append(part)
+            if not dry_run:
+                for table in tables:
+                    store.delete(f"{rel}/{table}")
+        else:
+            removed.append(part)
+            if not dry_run:
+                store.delete(rel)
+    return Vacuum(removed, trimmed, kept)
+
+
+def _replaced_at(store) -> dict[str, float]:
+    """For each part a committed version listed and the newest does not: when the first version
+    that no longer listed it was created (epoch seconds)."""
+    versions = []
+    for name in store.list(ix.VERSIONS):
+        m = ix._VERSION_FILE.match(name)
+        if m:
+            versions.append((int(m.group(1)), name))
+    versions.sort()
+    manifests = [json.loads(store.read_text(f"{ix.VERSIONS}/{name}") or "{}") for _, name in versions]
+    out: dict[str, float] = {}
+    for before, after in zip(manifests, manifests[1:]):
+        gone = set(before.get("parts", [])) - set(after.get("parts", []))
+        when = calendar.timegm(time.strptime(after["created_at"], "%Y-%m-%dT%H:%M:%SZ"))
+        for part in gone:
+            out.setdefault(part, when)
+    if manifests:
+        for part in manifests[-1].get("parts", []):
+            out.pop(part, None)
+    return out

@@ -1,0 +1,129 @@
+"""Index housekeeping: compaction keeps every assignment and later batch the same, vacuum removes only
+what no reader needs, and neither harms the index when it loses a race or is killed."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from neardup_spark import api, cli
+from neardup_spark.api import run
+from neardup_spark.archive import housekeeping
+from neardup_spark.archive.index import ConcurrentCommitError, open_index
+
+from . import oracles
+from .test_nightly import SPARK, _assert_index_is_a_full_run, _cfg, _cli
+
+
+def _sorted(df: pd.DataFrame) -> pd.DataFrame:
+    return df.sort_values(list(df.columns)).reset_index(drop=True)
+
+
+def _exported(spark, index: str, where: Path) -> pd.DataFrame:
+    api.export(spark, index, str(where))
+    return _sorted(pd.read_parquet(where / "clusters"))
+
+
+def _append(spark, index: str, batch: str, out: Path):
+    return run(spark, _cfg(**{"input.path": batch, "index.path": index, "index.append": True,
+                              "output.path": str(out)}))
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory):
+    work = tmp_path_factory.mktemp("housekeeping")
+    rows = pd.read_json(cli.SAMPLE, lines=True)
+    return work, rows, oracles.split_into_nights(rows, work, seed=2)
+
+
+@pytest.fixture()
+def two_nights(spark, nights, tmp_path):
+    """An index built from night 0 with night 1 appended: two parts."""
+    _, rows, paths = nights
+    index = str(tmp_path / "index")
+    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    _append(spark, index, paths[1], tmp_path / "out1")
+    return index
+
+
+def test_compaction_keeps_the_assignments_and_the_next_batch_lands_as_in_a_full_run(spark, nights, two_nights,
+                                                                                  tmp_path):
+    _, rows, paths = nights
+    index = two_nights
+    before = open_index(index).manifest
+    assignments = _exported(spark, index, tmp_path / "compacting")
+    done = api.compact_index(spark, index)
+    after = open_index(index).manifest
+    assert done.parts_replaced == before["parts"] and after["parts"] == [done.part]
+    assert after["version"] == before["version"] + 1 and after["documents"] == before["documents"]
+    assert after["batches"] == before["batches"] and after["compacted"]["parts"] == before["parts"]
+    assert _exported(spark, index, tmp_path / "compacted").equals(assignments)
+    assert api.compact_index(spark, index).part is None  # one part: nothing to do
+    # A night after the compaction: the index then clusters as one full run over all three nights.
+    report = _append(spark, index, paths[2], tmp_path / "out2")
+    assert not report["replayed"]
+    _assert_index_is_a_full_run(spark, index, rows, tmp_path)
+
+
+def test_vacuum_keeps_what_readers_need_and_a_landed_batch_still_replays(spark, nights, two_nights, tmp_path):
+    _, rows, paths = nights
+    index = two_nights
+    old = open_index(index).manifest
+    batch_part = old["batches"][next(iter(old["batches"]))]
+    orphan = Path(index) / "parts" / "part-99999-deadbeef"  # a killed run's part
+    (orphan / "docs").mkdir(parents=True)
+    (orphan / "docs" / "part-0.parquet").write_bytes(b"")
+    api.compact_index(spark, index)
+    assignments = _exported(spark, index, tmp_path / "before")
+    recent = api.vacuum_index(spark, index, retain_days=7)
+    assert recent.removed == recent.trimmed == [] and sorted(recent.kept) == sorted([*old["parts"], orphan.name])
+    assert api.vacuum_index(spark, index, retain_days=0, dry_run=True).removed and orphan.exists()
+    done = api.vacuum_index(spark, index, retain_days=0)
+    assert done.trimmed == [batch_part] and sorted(done.removed) == sorted({*old["parts"], orphan.name} - {batch_part})
+    parts = sorted(p.name for p in (Path(index) / "parts").iterdir())
+    assert parts == sorted([open_index(index).parts[0], batch_part])
+    assert [p.name for p in (Path(index) / "parts" / batch_part).iterdir()] == ["output"]
+    assert _exported(spark, index, tmp_path / "after").equals(assignments)
+    # The landed batch, run again, re-emits its stored output and changes nothing.
+    again = _append(spark, index, paths[1], tmp_path / "again1")
+    assert again["replayed"] and open_index(index).manifest["version"] == old["version"] + 1
+    for name in ("clusters", "pairs"):
+        first = _sorted(pd.read_parquet(tmp_path / "out1" / name))
+        assert first.equals(_sorted(pd.read_parquet(tmp_path / "again1" / name)))
+
+
+def test_a_compaction_that_loses_to_an_append_changes_nothing(spark, nights, two_nights, tmp_path, monkeypatch):
+    _, rows, paths = nights
+    index = two_nights
+
+    def append_meanwhile(name: str) -> None:
+        if name == "before_compaction_commit":
+            _append(spark, index, paths[2], tmp_path / "out2")
+
+    monkeypatch.setattr(housekeeping, "kill_point", append_meanwhile)
+    with pytest.raises(ConcurrentCommitError, match="run again"):
+        api.compact_index(spark, index)
+    monkeypatch.undo()
+    manifest = open_index(index).manifest
+    assert len(manifest["parts"]) == 3 and "compacted" not in manifest  # the append's version, whole
+    cleaned = api.vacuum_index(spark, index, retain_days=0)
+    assert len(cleaned.removed) == 1  # the compaction's orphaned part
+    _assert_index_is_a_full_run(spark, index, rows, tmp_path)
+
+
+def test_a_compaction_killed_before_its_commit_leaves_the_index_as_it_was(spark, two_nights, tmp_path):
+    index = two_nights
+    before = open_index(index).manifest
+    killed = _cli(["index", "compact", "--index", index, *SPARK], kill_at="before_compaction_commit")
+    assert killed.returncode == 137, killed.stderr[-2000:]
+    assert open_index(index).manifest == before
+    done = _cli(["index", "compact", "--index", index, *SPARK])
+    assert done.returncode == 0 and "compacted 2 parts" in done.stdout, done.stderr[-2000:]
+    vac = _cli(["index", "vacuum", "--index", index, "--retain-days", "0", *SPARK])
+    assert vac.returncode == 0 and "removed 2 parts" in vac.stdout, vac.stdout + vac.stderr[-2000:]
+    assert len(list((Path(index) / "parts").iterdir())) == 2  # the compacted part and the batch's output
+
+
+def test_vacuum_refuses_a_negative_retention(two_nights):
+    with pytest.raises(Exception, match="retain-days"):
+        api.vacuum_index(None, two_nights, retain_days=-1)
