@@ -85,9 +85,14 @@ def test_batches_give_the_clusters_of_one_full_run(appended):
     assert len(joined) > 0 and reports[1]["counts"]["archived_clusters_touched"] > 0
 
 
-def test_the_distributed_batch_graph_gives_the_driver_s_clusters(spark, batches, appended):
+def test_the_distributed_batch_graph_gives_the_driver_s_clusters(spark, batches, appended, monkeypatch):
     # cluster.driver_max_edges = 0 sends the batch graph through the backend instead of
-    # numpy on the driver: the same assignments, keepers included, and the same counts.
+    # numpy on the driver, and BROADCAST_BAND_ROWS = 0 joins the batch's band rows to the
+    # archive's by a shuffle (a batch too large to broadcast): the same assignments,
+    # keepers included, and the same counts.
+    from neardup_spark.archive import nightly
+
+    monkeypatch.setattr(nightly, "BROADCAST_BAND_ROWS", 0)
     work, rows, paths = batches
     _, _, _, reports, _ = appended
     index = str(work / "index-spark-graph")

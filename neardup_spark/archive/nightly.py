@@ -95,6 +95,11 @@ IN_BATCH = "in_batch"  # append output: False for an archived document whose ass
 PAIR_COLUMNS = (C.DOC_A, C.DOC_B, C.JACCARD, C.CONTAINMENT_A, C.CONTAINMENT_B, C.MATCH)
 # Below this many rows a frame is broadcast into its join with an archive table.
 BROADCAST_ROWS = 5_000_000
+# The batch's band rows (_nid, bucket: 16 bytes) are broadcast into the archive's band rows up
+# to this many (a ~500k-document batch at 42 bands; a few hundred MB on the driver, whatever
+# the archive). A larger batch is joined by a shuffle, which moves every archived band row
+# (42 a document) and so grows with the archive, not the batch.
+BROADCAST_BAND_ROWS = 20_000_000
 
 
 def _fingerprint_columns(plan: Plan) -> list[str]:
@@ -145,7 +150,8 @@ class _ArchiveSide:
             F.min(_ADOC).alias(_ADOC))
 
     def hits(self, banded: DataFrame, rows: int, limit: int) -> DataFrame:
-        hits = self.idx.bands(self.spark).withColumnRenamed(C.DOC_ID, _ADOC).join(_maybe_broadcast(banded, rows), C.BUCKET)
+        batch = F.broadcast(banded) if rows <= BROADCAST_BAND_ROWS else banded
+        hits = self.idx.bands(self.spark).withColumnRenamed(C.DOC_ID, _ADOC).join(batch, C.BUCKET)
         first = Window.partitionBy(C.NID, C.BUCKET).orderBy(_ADOC)
         return hits.withColumn("_r", F.row_number().over(first)).where(F.col("_r") <= limit).select(
             C.NID, _ADOC).distinct()
