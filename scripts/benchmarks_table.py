@@ -313,6 +313,14 @@ def _nightly(data: dict) -> tuple[str, str, str]:
                f"append {_s(s['append'].get('process_seconds'))}" for s in sizes]
     if "rerun" in big:
         figures.append(f"full re-run of {_docs(big['docs'])}: {_s(big['rerun'].get('process_seconds'))}")
+    if big.get("build", {}).get("process_seconds") is not None:
+        figures.append(f"index build of {_docs(big['archive_documents'])}: {_s(big['build']['process_seconds'])}")
+    peaks = [f"{run} {big[run]['disk_mb']['peak_mb'] / 1024:.0f} GB"
+             + (" (understated: see disk_mb_note in the file)" if big[run].get("disk_mb_note") else "")
+             for run in ("build", "append", "rerun")
+             if (big.get(run) or {}).get("disk_mb", {}).get("peak_mb") is not None]
+    if peaks:
+        figures.append(f"disk at the peak at {_docs(big['docs'])}: " + ", ".join(peaks))
     ratios = []
     if t.get("append_scale", {}).get("ratio") is not None:
         ratios.append(f"append at the largest / smallest archive {t['append_scale']['ratio']}x")
@@ -330,7 +338,7 @@ def _nightly(data: dict) -> tuple[str, str, str]:
     corpus = f"seven-edit corpus split into archive + batch, {docs} docs{_where(data)}"
     values = {"sizes": ",".join(str(s["docs"]) for s in sizes), "batch": data.get("batch"), "seed": data.get("seed"),
               "no_rerun": "rerun" not in big, "rerun_every_size": data.get("rerun_every_size"),
-              "master": data.get("master"), "config": data.get("config"),
+              "master": data.get("master"), "config": data.get("config"), "conf": data.get("conf"),
               "shuffle_partitions": data.get("shuffle_partitions"), "driver_memory": data.get("driver_memory")}
     values["growth_target"], values["memory_target_gb"] = data.get("growth_target"), data.get("memory_target_gb")
     values["scale_target"] = t.get("append_scale", {}).get("target")
