@@ -94,6 +94,7 @@ def test_nightly_batches_compacted_on_the_cluster_equal_one_full_run(cluster, sp
         *[["run", "--input", paths[k], "--index", index, "--append", "--output", str(tmp_path / f"night{k}"), *common]
           for k in (1, 2)],
         ["index", "compact", "--index", index, "--shuffle-partitions", "4"],
+        ["index", "vacuum", "--index", index, "--retain-days", "0"],
         ["index", "export", "--index", index, "--output", str(tmp_path / "export"), "--shuffle-partitions", "4"],
     ]
     for args in steps:
@@ -101,6 +102,9 @@ def test_nightly_batches_compacted_on_the_cluster_equal_one_full_run(cluster, sp
         assert proc.returncode == 0, (args, proc.stderr[-3000:])
     manifest = json.loads((tmp_path / "index" / "manifest.json").read_text())
     assert len(manifest["parts"]) == 1 and manifest["compacted"]["parts"] and manifest["documents"] == len(rows)
+    left = {p.name: sorted(q.name for q in p.iterdir()) for p in (tmp_path / "index" / "parts").iterdir()}
+    nights = set(manifest["batches"].values())  # the build's part went; the nights' keep their output only
+    assert set(left) == {manifest["parts"][0], *nights} and all(left[n] == ["output"] for n in nights)
     run(spark, _cfg(**{"input.path": SAMPLE, "output.path": str(tmp_path / "full")}))
     nightly = pd.read_parquet(tmp_path / "export" / "clusters")
     full = pd.read_parquet(tmp_path / "full" / "clusters")

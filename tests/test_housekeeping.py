@@ -1,6 +1,7 @@
 """Index housekeeping: compaction keeps every assignment and later batch the same, vacuum removes only
 what no reader needs, and neither harms the index when it loses a race or is killed."""
 
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -70,16 +71,23 @@ def test_vacuum_keeps_what_readers_need_and_a_landed_batch_still_replays(spark, 
     index = two_nights
     old = open_index(index).manifest
     batch_part = old["batches"][next(iter(old["batches"]))]
-    orphan = Path(index) / "parts" / "part-99999-deadbeef"  # a killed run's part
-    (orphan / "docs").mkdir(parents=True)
-    (orphan / "docs" / "part-0.parquet").write_bytes(b"")
+    # Killed runs' parts: one named after a version already committed (it can never be), one
+    # after a version to come (an append may still be writing it: it waits a day).
+    doomed, future = (Path(index) / "parts" / name for name in ("part-00001-deadbeef", "part-99999-cafef00d"))
+    for orphan in (doomed, future):
+        (orphan / "docs").mkdir(parents=True)
+        (orphan / "docs" / "part-0.parquet").write_bytes(b"")
     api.compact_index(spark, index)
     assignments = _exported(spark, index, tmp_path / "before")
     recent = api.vacuum_index(spark, index, retain_days=7)
-    assert recent.removed == recent.trimmed == [] and sorted(recent.kept) == sorted([*old["parts"], orphan.name])
-    assert api.vacuum_index(spark, index, retain_days=0, dry_run=True).removed and orphan.exists()
+    assert recent.removed == recent.trimmed == []
+    assert sorted(recent.kept) == sorted([*old["parts"], doomed.name, future.name])
+    assert api.vacuum_index(spark, index, retain_days=0, dry_run=True).removed and doomed.exists()
     done = api.vacuum_index(spark, index, retain_days=0)
-    assert done.trimmed == [batch_part] and sorted(done.removed) == sorted({*old["parts"], orphan.name} - {batch_part})
+    assert done.trimmed == [batch_part] and done.kept == [future.name]
+    assert sorted(done.removed) == sorted({*old["parts"], doomed.name} - {batch_part})
+    later = housekeeping.vacuum(spark, index, retain_days=0, now=time.time() + 1.5 * housekeeping.DAY)
+    assert later.removed == [future.name] and not future.exists()
     parts = sorted(p.name for p in (Path(index) / "parts").iterdir())
     assert parts == sorted([open_index(index).parts[0], batch_part])
     assert [p.name for p in (Path(index) / "parts" / batch_part).iterdir()] == ["output"]
@@ -90,6 +98,17 @@ def test_vacuum_keeps_what_readers_need_and_a_landed_batch_still_replays(spark, 
     for name in ("clusters", "pairs"):
         first = _sorted(pd.read_parquet(tmp_path / "out1" / name))
         assert first.equals(_sorted(pd.read_parquet(tmp_path / "again1" / name)))
+
+
+def test_a_replaced_part_waits_for_the_retention_from_its_replacement(spark, two_nights):
+    index = two_nights
+    old = open_index(index).parts
+    done = api.compact_index(spark, index)
+    replaced = time.time()
+    for hours, gone in ((23, False), (25, True)):
+        seen = housekeeping.vacuum(spark, index, retain_days=1, dry_run=True, now=replaced + hours * 3600)
+        assert (set(seen.removed) | set(seen.trimmed) == set(old)) is gone, (hours, seen)
+    assert open_index(index).parts == [done.part]
 
 
 def test_a_compaction_that_loses_to_an_append_changes_nothing(spark, nights, two_nights, tmp_path, monkeypatch):

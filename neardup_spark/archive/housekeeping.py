@@ -15,8 +15,10 @@ only when no reader can still want it:
 - a part the newest version lists is never touched;
 - a replaced part goes once the version that replaced it is older than the
   retention (a run that opened the index before the compaction may still read
-  it), an orphan once its newest file is older than the retention (a run may
-  be writing it now: keep the retention above the longest append);
+  it), an orphan once its newest file is older than the retention. A part is
+  named after the version its run means to commit: one named after a version
+  not committed yet may be an append still running, and it also waits a day
+  (IN_FLIGHT_FLOOR) whatever the retention;
 - a replaced part that holds a landed batch's own results keeps `output/`:
   re-running that batch re-emits them from there.
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import calendar
 import json
+import re
 import time
 from dataclasses import dataclass
 
@@ -40,6 +43,10 @@ from neardup_spark.errors import NeardupError
 from neardup_spark.runtime.storage import kill_point
 
 DAY = 86_400.0
+# A part numbered after a version not yet committed may belong to an append still running:
+# it stays at least this long (seconds), whatever the retention.
+IN_FLIGHT_FLOOR = DAY
+_PART_VERSION = re.compile(r"^part-(\d{5,})-")
 _KEEP_FOR_REPLAY = "output"
 
 
@@ -76,6 +83,8 @@ def compact(spark: SparkSession, path: str) -> Compaction:
     keys = None  # the build's stripped lines (boilerplate on), which every batch strips too
     if idx.store.exists(f"parts/{idx.parts[0]}/boilerplate"):
         keys = ix.read_table(spark, idx.store, f"parts/{idx.parts[0]}/boilerplate")
+        if keys is None:  # stripping on, no line found: an empty table still says so
+            keys = spark.createDataFrame([], "line_key long")
     stored = idx.pairs(spark)
     ix.write_part(idx.part_path(part), docs, idx.bands(spark), idx.assignments(spark),
                   outputs={"pairs": stored} if stored is not None else None, boilerplate=keys)
@@ -110,21 +119,18 @@ def vacuum(spark: SparkSession | None, path: str, retain_days: float = 7.0, dry_
         raise NeardupError("--retain-days must be >= 0")
     idx = ix.open_index(path, spark)
     store = idx.store
-    cutoff = (time.time() if now is None else now) - retain_days * DAY
-    listed = set(idx.parts)
+    now = time.time() if now is None else now
     replaced_at = _replaced_at(store)
     batch_parts = set(idx.manifest.get("batches", {}).values())
     removed, trimmed, kept = [], [], []
     for part in store.list("parts"):
-        if part in listed or part.startswith((".", "_")):
+        if part in idx.parts or part.startswith((".", "_")):
             continue
         rel = f"parts/{part}"
-        if part in replaced_at:
-            old = replaced_at[part] < cutoff
-        else:  # never committed: a killed run's, or one being written now
-            newest = store.newest_mtime(rel)
-            old = newest is not None and newest < cutoff
-        if not old:
+        if not _unneeded(store, part, replaced_at, int(idx.manifest["version"]), now - retain_days * DAY, now):
+            kept.append(part)
+            continue
+        if part in ix.open_index_store(store).parts:  # committed meanwhile (a run older than the floor)
             kept.append(part)
             continue
         if part in batch_parts:
@@ -140,6 +146,23 @@ def vacuum(spark: SparkSession | None, path: str, retain_days: float = 7.0, dry_
             if not dry_run:
                 store.delete(rel)
     return Vacuum(removed, trimmed, kept)
+
+
+def _unneeded(store, part: str, replaced_at: dict[str, float], version: int, cutoff: float, now: float) -> bool:
+    """Whether an unlisted part can go: replaced before the cutoff, or never committed and untouched since it.
+
+    A part is named after the version its run will commit (`new_part_name`). One numbered at or
+    below the newest version can never be committed; one numbered above it may be an append
+    still running, so it also waits IN_FLIGHT_FLOOR whatever the retention."""
+    if part in replaced_at:
+        return replaced_at[part] < cutoff
+    newest = store.newest_mtime(f"parts/{part}")
+    if newest is None:
+        return False
+    m = _PART_VERSION.match(part)
+    if m is None or int(m.group(1)) > version:
+        cutoff = min(cutoff, now - IN_FLIGHT_FLOOR)
+    return newest < cutoff
 
 
 def _replaced_at(store) -> dict[str, float]:

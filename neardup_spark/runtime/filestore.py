@@ -121,10 +121,13 @@ class LocalStore:
     def delete(self, rel: str) -> None:
         """Remove rel and everything under it (absent: nothing to do)."""
         path = self._p(rel)
-        if os.path.isdir(path):
-            shutil.rmtree(path, ignore_errors=True)
-        elif os.path.exists(path):
-            os.unlink(path)
+        try:
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
 
     def _first_data_file(self, rel: str) -> str | None:
         for top, dirs, files in os.walk(self._p(rel)):

@@ -52,7 +52,7 @@ def materialise(df: DataFrame, how: str = KEEP) -> DataFrame:
     return df.persist(CACHE_LEVEL)
 
 
-def _drop_checkpoint(df: DataFrame) -> None:
+def drop_checkpoint(df: DataFrame) -> None:
     """Remove the stored blocks of a local checkpoint (a DataFrame over a checkpointed RDD)."""
     try:
         plan = df._jdf.queryExecution().logical()
@@ -65,7 +65,7 @@ def _drop_checkpoint(df: DataFrame) -> None:
 def _unkeep(df: DataFrame, how: str) -> None:
     df.unpersist()
     if how == LOCAL:
-        _drop_checkpoint(df)
+        drop_checkpoint(df)
 
 
 class Runner:

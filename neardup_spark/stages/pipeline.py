@@ -29,7 +29,7 @@ from neardup_spark.plan import Plan
 from neardup_spark.runtime.parallel import in_background
 from neardup_spark.runtime.report import Report
 from neardup_spark.runtime import sizing
-from neardup_spark.runtime.runner import LOCAL, Runner
+from neardup_spark.runtime.runner import KEEP, LOCAL, Runner, drop_checkpoint
 from neardup_spark.stages import boilerplate
 from neardup_spark.stages import containment
 from neardup_spark.stages.banding import representatives
@@ -60,11 +60,15 @@ class DedupResult:
     sketched: DataFrame | None = field(default=None, repr=False)  # per-document sketch table (internal ids)
     copies: DataFrame | None = field(default=None, repr=False)  # _nid, exact_rep of exact copies
     _cached: list[DataFrame] = field(default_factory=list, repr=False)
+    _checkpoints: list[DataFrame] = field(default_factory=list, repr=False)  # those of _cached cut locally
 
     def unpersist(self) -> None:
         for df in self._cached:
             df.unpersist()
+        for df in self._checkpoints:
+            drop_checkpoint(df)
         self._cached.clear()
+        self._checkpoints.clear()
 
 
 @dataclass
@@ -252,10 +256,13 @@ def match(table: DataFrame, plan: Plan, run: Runner, set_bytes: float | None = N
             sets = table.select(C.NID, C.SHINGLES, *prints).unionByName(
                 archive.sets(met, counts["archived_documents_met"], prints))
             links = links.join(met.select(_ADOC, F.col(C.NID).alias(C.EXACT_REP)), _ADOC).select(C.EXACT_REP, C.NID)
-        # Cut from verify's plan (cluster.checkpoint) and the candidates dropped: the
-        # shuffles behind both (tens of GB of local disk at 10M documents) can go now.
+        # Cut from verify's plan by a local checkpoint (cluster.checkpoint = "local") and the
+        # candidates dropped: the shuffles behind both (tens of GB of local disk at 10M
+        # documents) can go now. Otherwise persisted, so a lost executor's blocks are
+        # recomputed (a reliable checkpoint would compute verify twice and outlive the run).
+        local = run.cut or cfg.cluster.checkpoint == LOCAL
         near, _ = run.counted(verify(cands, cfg, sets, n_cands, set_bytes), "verified_pairs",
-                              how=LOCAL if run.cut else cfg.cluster.checkpoint)
+                              how=LOCAL if local else KEEP)
         run.drop(cands)
     return Matches(copies, near, met, links, banded)
 
@@ -314,7 +321,8 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     pairs = with_doc_ids(edges, index.select(C.NID, C.DOC_ID))
     dedup = keeper_rows(raw, cfg, clusters, counts["clusters"], counts["removed"])
     lines = boilerplate.lines_frame(raw.sparkSession, v.prep.lines) if v.prep.lines is not None else None
-    return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, [df for df, _ in run.kept])
+    return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, [df for df, _ in run.kept],
+                       [df for df, how in run.kept if how == LOCAL])
 
 
 def lsh_report(plan: Plan) -> dict:
