@@ -281,6 +281,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--growth-target", type=float, default=1.1,
                     help="cost per document, largest / smallest size (build, re-run, candidates, verified pairs)")
     ap.add_argument("--memory-target-gb", type=float, default=20.0, help="peak PSS of any run's process tree")
+    ap.add_argument("--free-index", action="store_true",
+                    help="delete each index once its append is measured, before any re-run (the 10M index is"
+                         " ~13 GB: without it, the re-run's ~55 GB peak needs ~70 GB free)")
     ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "neardup-bench"))
     ap.add_argument("--out", default=str(RESULTS), help="directory for nightly.json (nightly-bN.json for other batches)")
     args = ap.parse_args(argv)
@@ -328,6 +331,8 @@ def main(argv=None) -> dict:
         print(f"{'':>9} append stage seconds: {json.dumps(a['stage_seconds'])}", flush=True)
         entry["build"], entry["append"] = b, a
         shutil.rmtree(work / f"{tag}-build-eventlog", ignore_errors=True)  # costs read; event logs grow with n
+        if args.free_index:  # before the re-run starts, so its disk growth is measured from the freed baseline
+            shutil.rmtree(index, ignore_errors=True)
 
         if not args.no_rerun and (n == sizes[-1] or args.rerun_every_size):
             r = rerun(corpus, work / f"{tag}-rerun", work / f"{tag}-rerun-eventlog", spark_args)
@@ -360,6 +365,7 @@ def main(argv=None) -> dict:
               "growth_target": args.growth_target, "memory_target_gb": args.memory_target_gb,
               "shuffle_partitions": args.shuffle_partitions, "driver_memory": args.driver_memory,
               "conf": args.conf or None, "batch": args.batch, "seed": args.seed, "rerun_every_size": args.rerun_every_size,
+              "free_index": args.free_index,
               "machine": machine(), "load_average": {"start": load_start,
                                                      "end": [round(x, 2) for x in os.getloadavg()]},
               "pipeline": tree, "pipeline_at_end": pipeline_tree(), "source_changed_during_run": len(digests) > 1,
