@@ -36,7 +36,7 @@ from neardup_spark.stages import pipeline
 from neardup_spark.stages.components import check_backend
 from neardup_spark.stages.pipeline import DedupResult
 from neardup_spark.stages.read import read_input
-from neardup_spark.stages.write import check_paths, write_report, write_tables
+from neardup_spark.stages.write import check_paths, check_table_output, write_outputs, write_report
 from neardup_spark.tools import calibrate as _calibrate
 from neardup_spark.tools import evaluate as _evaluate
 from neardup_spark.tools import figures
@@ -113,6 +113,7 @@ def run(spark: SparkSession, cfg: Config) -> Report:
     plan = resolve(cfg)
     require_io_paths(cfg)
     check_paths(cfg, master_of(spark), spark)
+    check_table_output(spark, cfg)
     check_backend(spark, cfg)
     if not is_local_master(master_of(spark)):
         probe_executor_writes(spark, cfg.output.path)
@@ -133,13 +134,13 @@ def run(spark: SparkSession, cfg: Config) -> Report:
         result = pipeline.deduplicate(raw, plan)
         writing = Runner(spark)
         with writing.stage("write"):
-            write_tables(spark, result, cfg.output.path, cfg.output.mode)
+            tables = write_outputs(spark, result, cfg, cfg.output.path)
     plots = None
     if cfg.output.plots:
         with writing.stage("plots"):
             plots = figures.write_run_plots(result, cfg, local_path(cfg.output.path))
     result.report = result.report.with_(stage_seconds=writing.seconds, plots=plots, output=cfg.output.path,
-                                        wall_seconds=round(time.perf_counter() - start, 3))
+                                        tables=tables, wall_seconds=round(time.perf_counter() - start, 3))
     write_report(result.report, cfg.output.path, spark)
     result.unpersist()
     return result.report
@@ -183,9 +184,11 @@ def append(spark: SparkSession, cfg: Config) -> Report:
         return nightly.append(spark, resolve(cfg))
 
 
-def export(spark: SparkSession, index_path: str, output: str, mode: str = "errorifexists") -> int:
-    """The current clusters of every archived document written to `output`/clusters; returns their number."""
-    return nightly.export(spark, index_path, output, mode)
+def export(spark: SparkSession, index_path: str, output: str = "", mode: str = "errorifexists", *,
+           table: str = "", table_format: str = "") -> int:
+    """The current clusters of every archived document written to `output`/clusters, or with
+    `table` ("catalog.schema.prefix") to the table `<prefix>_clusters`; returns their number."""
+    return nightly.export(spark, index_path, output, mode, table=table, table_format=table_format)
 
 
 def compact_index(spark: SparkSession, index_path: str) -> Compaction:

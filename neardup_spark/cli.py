@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from neardup_spark.config import Config, load_config, require_io_paths
 from neardup_spark.errors import NeardupError
 from neardup_spark.runtime.progress import current_progress, progress_to
+from neardup_spark.runtime.tables import table_name
 from neardup_spark.version import __version__
 
 SAMPLE = Path(__file__).parent / "data" / "sample.jsonl.gz"
@@ -80,6 +81,13 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
                                                             "no progress)")
 
 
+def _add_table_options(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--output-table", metavar="CATALOG.SCHEMA.PREFIX",
+                   help=f"write {what} as catalog tables PREFIX_clusters, ... instead of files (output.table)")
+    p.add_argument("--table-format", metavar="FORMAT",
+                   help="the tables' format (delta, iceberg, parquet...; default: the catalog's own)")
+
+
 def _shown(args: argparse.Namespace):
     """Progress lines on stderr while the command works, unless --quiet."""
     return nullcontext() if getattr(args, "quiet", False) else progress_to(sys.stderr)
@@ -103,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--metadata-cols", help="comma-separated columns to carry through")
     run.add_argument("--output", help="output directory")
     run.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_table_options(run, "clusters, pairs and deduplicated")
     _add_param_options(run)
     _add_shingle_options(run)
     _add_keeper_options(run)
@@ -164,6 +173,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--index", required=True, help="directory for the index (must not hold one)")
     build.add_argument("--output", help="also write the run's tables and report here")
     build.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    _add_table_options(build, "the run's tables")
     _add_output_options(build)
     _add_param_options(build)
     _add_shingle_options(build)
@@ -171,8 +181,9 @@ def _parser() -> argparse.ArgumentParser:
     _add_spark_options(build)
     exp = isub.add_parser("export", help="write the index's current clusters/ (a run's clusters schema)")
     exp.add_argument("--index", required=True)
-    exp.add_argument("--output", required=True)
+    exp.add_argument("--output", help="directory for clusters/ (or --output-table)")
     exp.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_table_options(exp, "the clusters")
     exp.add_argument("--config", action="append", default=[], help="TOML config file (repeatable; later wins)")
     _add_spark_options(exp)
     comp = isub.add_parser("compact", help="rewrite the index as one part with the same assignments "
@@ -249,6 +260,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "index.sticky_keeper": get("sticky_keeper"),
         "index.replace": get("replace"),
         "output.mode": "overwrite" if get("overwrite") else None,
+        "output.table": get("output_table"),
+        "output.table_format": get("table_format"),
         "output.plots": True if get("plots") is True else None,
         "boilerplate.enabled": get("strip_boilerplate"),
         "boilerplate.min_docs": get("boilerplate_min_docs"),
@@ -336,7 +349,7 @@ def _in_session(cfg: Config, work, preload: str = ""):
     import importlib
     import threading
 
-    from neardup_spark.runtime.session import input_bytes_of, owned_session
+    from neardup_spark.runtime.session import input_bytes_of, owned_session, remote_of
 
     size = input_bytes_of(cfg.input)
     loader = threading.Thread(target=importlib.import_module, args=(preload,), daemon=True) if preload else None
@@ -351,6 +364,10 @@ def _in_session(cfg: Config, work, preload: str = ""):
             loader.join()
         if shown is not None:
             shown.line(f"neardup: Spark {spark.version} ready in {time.perf_counter() - start:.1f} s")
+        if cfg.output.table and not remote_of(cfg.spark):  # the session ends with this command
+            from neardup_spark.runtime.tables import require_kept
+
+            require_kept(spark, cfg.output.table)
         return work(spark)
 
 
@@ -527,9 +544,15 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args)
     if args.index_command == "export":
-        _check_output(cfg)
-        n = _in_session(cfg, lambda spark: api.export(spark, cfg.index.path, cfg.output.path, cfg.output.mode))
-        print(f"wrote the current clusters of {n} archived documents to {cfg.output.path.rstrip('/')}/clusters")
+        out = cfg.output
+        if bool(out.path) == bool(out.table):
+            raise NeardupError("index export needs --output DIR or --output-table PREFIX (one of them)")
+        if out.path:
+            _check_output(cfg)
+        n = _in_session(cfg, lambda spark: api.export(spark, cfg.index.path, out.path, out.mode, table=out.table,
+                                                       table_format=out.table_format))
+        where = table_name(out.table, "clusters") if out.table else f"{out.path.rstrip('/')}/clusters"
+        print(f"wrote the current clusters of {n} archived documents to {where}")
         return 0
     if args.index_command == "compact":
         done = _in_session(cfg, lambda spark: api.compact_index(spark, cfg.index.path))

@@ -168,6 +168,10 @@ class OutputConfig:
     path: str = ""
     mode: str = "errorifexists"
     plots: bool = False  # PNG plots next to report.json (local outputs; needs matplotlib)
+    # "catalog.schema.prefix": the tables go to the session's catalog as <prefix>_clusters,
+    # <prefix>_pairs, <prefix>_deduplicated instead of under `path` (which keeps report.json).
+    table: str = ""
+    table_format: str = ""  # "": the catalog's default (Delta on Databricks); else a data source name
 
 
 @dataclass(frozen=True)
@@ -415,6 +419,15 @@ def validate(cfg: Config) -> None:
         "keeper.source_priority must not repeat a source",
     )
     _one_of(cfg.output.mode, OUTPUT_MODES, "output.mode")
+    if cfg.output.table:
+        from neardup_spark.runtime.tables import name_parts
+
+        try:
+            name_parts(cfg.output.table)
+        except NeardupError as exc:
+            raise ConfigError(str(exc)) from None
+    _check(not cfg.output.table_format or bool(cfg.output.table),
+           "output.table_format is the format of output.table's tables: set output.table (--output-table) too")
     _check(cfg.spark.shuffle_partitions >= 0, "spark.shuffle_partitions must be >= 0")
     _check(not cfg.index.append or bool(cfg.index.path), "index.append needs index.path (--index)")
     _check(not cfg.index.append or cfg.match.mode == "jaccard",

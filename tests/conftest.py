@@ -2,7 +2,8 @@
 
 Tests that need no JVM (config, params, hashing kernels, the corpus) never
 touch the `spark` fixture, so they run in milliseconds. Set
-NEARDUP_GRAPHFRAMES_JAR to a GraphFrames jar to enable the GraphFrames tests.
+NEARDUP_GRAPHFRAMES_JAR to a GraphFrames jar to enable the GraphFrames tests, and
+NEARDUP_ICEBERG_JAR to an Iceberg Spark runtime jar for the Iceberg table tests.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ import sys
 import pytest
 
 GRAPHFRAMES_JAR = os.environ.get("NEARDUP_GRAPHFRAMES_JAR", "")
+# An Iceberg Spark runtime jar: the session then has an Iceberg Hadoop catalog named "ice".
+ICEBERG_JAR = os.environ.get("NEARDUP_ICEBERG_JAR", "")
+ICEBERG_CATALOG = "ice"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -35,8 +39,13 @@ def spark(tmp_path_factory):
         "spark.driver.memory": "6g",
         "spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("warehouse")),
     }
-    if GRAPHFRAMES_JAR:
-        conf["spark.jars"] = GRAPHFRAMES_JAR
+    jars = [jar for jar in (GRAPHFRAMES_JAR, ICEBERG_JAR) if jar]
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
+    if ICEBERG_JAR:
+        conf[f"spark.sql.catalog.{ICEBERG_CATALOG}"] = "org.apache.iceberg.spark.SparkCatalog"
+        conf[f"spark.sql.catalog.{ICEBERG_CATALOG}.type"] = "hadoop"
+        conf[f"spark.sql.catalog.{ICEBERG_CATALOG}.warehouse"] = str(tmp_path_factory.mktemp("iceberg"))
     session = build_session(
         SparkConfig(master="local[2]", app_name="neardup-tests", shuffle_partitions=4, conf=conf),
         checkpoint_dir=str(tmp_path_factory.mktemp("checkpoints")),

@@ -46,7 +46,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from neardup_spark import columns as C
 from neardup_spark.archive import index as ix
 from neardup_spark.config import Config, KeeperConfig, require_io_paths, to_dict
-from neardup_spark.errors import InputError
+from neardup_spark.errors import InputError, NeardupError
 from neardup_spark.plan import Plan
 from neardup_spark.runtime.parallel import run_all, started
 from neardup_spark.runtime.session import is_local_master, master_of
@@ -76,17 +76,22 @@ from neardup_spark.stages.pipeline import (
 )
 from neardup_spark.stages.read import read_input
 from neardup_spark.stages.sketch import Stripping
+from neardup_spark.runtime.tables import check_tables, save_tables
 from neardup_spark.stages.write import (
     check_paths,
+    check_table_output,
     copy_tables,
     finished_report,
     output_exists,
     output_holds_something,
     parquet_writes,
+    write_outputs,
     write_report,
-    write_tables,
     writer_mode,
 )
+
+# The tables a nightly batch writes (clusters: the batch's and the archived ones it changed).
+APPEND_TABLES = ("clusters", "pairs")
 
 _ADOC = C.ADOC  # an archived document's id
 _CNODE = "_cnode"  # an archived cluster's node in the batch graph (negative)
@@ -175,6 +180,7 @@ def build(spark: SparkSession, plan: Plan, output: str | None = None) -> Report:
     cfg = plan.cfg
     _supported(cfg)
     check_backend(spark, cfg)
+    check_table_output(spark, cfg)
     store = ix.ensure_new(cfg.index.path, spark)
     _probe(spark, cfg.index.path, output)
     start = time.perf_counter()
@@ -198,15 +204,16 @@ def _write_build(spark: SparkSession, plan: Plan, store, output: str | None, res
                 keys = result.boilerplate.select(F.col("line_key"))
             ix.write_part(f"{store.uri}/parts/{part}", table.select(*_doc_columns(plan)), bands, result.clusters,
                           outputs={"pairs": result.pairs}, boilerplate=keys)
-            if output:
-                write_tables(spark, result, output, cfg.output.mode)
+            tables = None
+            if output or cfg.output.table:
+                tables = write_outputs(spark, result, cfg, output)
             manifest = ix.next_manifest(None, plan, part, "build", result.report["counts"]["documents"])
             manifest["batches"] = {}
             kill_point("before_manifest")
             ix.commit(store, manifest, expected_version=0)
         report = result.report.with_(stage_seconds=run.seconds,
                                      index={"path": cfg.index.path, "version": manifest["version"], "part": part},
-                                     wall_seconds=round(time.perf_counter() - start, 3))
+                                     tables=tables, wall_seconds=round(time.perf_counter() - start, 3))
         if output:
             write_report(report, output, spark)
         return report
@@ -214,10 +221,19 @@ def _write_build(spark: SparkSession, plan: Plan, store, output: str | None, res
         result.unpersist()
 
 
-def export(spark: SparkSession, index_path: str, output: str, mode: str = "error") -> int:
-    """The index's current assignment of every archived document -> output/clusters/; returns the count."""
+def export(spark: SparkSession, index_path: str, output: str = "", mode: str = "error", *, table: str = "",
+           table_format: str = "") -> int:
+    """The index's current assignment of every archived document -> output/clusters/, or with
+    `table` to the catalog table `<table>_clusters`; returns the count."""
+    if bool(output) == bool(table):
+        raise NeardupError("export writes to an output directory or to a table prefix: give one of them")
+    if table:
+        check_tables(spark, table, table_format, ["clusters"], mode)
     idx = ix.open_index(index_path, spark)
     clusters = idx.assignments(spark).select(*CLUSTER_COLUMNS)
+    if table:
+        save_tables(spark, {"clusters": clusters}, table, table_format, mode, {"clusters": idx.manifest["documents"]})
+        return idx.manifest["documents"]
     remove_leftovers(spark, output)
     with published(spark, output, ["clusters"], mode) as stage:
         clusters.write.mode(writer_mode(mode) if stage == output else "error").parquet(f"{stage.rstrip('/')}/clusters")
@@ -234,6 +250,7 @@ def append(spark: SparkSession, plan: Plan) -> Report:
     _supported(cfg)
     require_io_paths(cfg)
     check_paths(cfg, master_of(spark), spark, may_exist=True)  # an existing output: see `_output_free`
+    check_table_output(spark, cfg, APPEND_TABLES, may_exist=True)
     check_backend(spark, cfg)
     start = time.perf_counter()
     idx = ix.open_index(cfg.index.path, spark)
@@ -298,21 +315,28 @@ def _output_free(spark, cfg: Config, replaying: str | None) -> None:
     """An existing output is refused (unless overwrite), except when this batch has landed
     (`replaying` is its fingerprint) and the output is what a killed run of it left: no
     report.json yet, or the report of this very batch. Its re-run then repairs it."""
-    if cfg.output.mode == "overwrite" or not output_holds_something(spark, cfg.output.path):
+    if cfg.output.mode == "overwrite":
         return
     if replaying is not None:
         report = finished_report(spark, cfg.output.path)
         if report is None or (report.get("index") or {}).get("batch") == replaying:
             return
-    raise output_exists(cfg.output.path)
+    if output_holds_something(spark, cfg.output.path):
+        raise output_exists(cfg.output.path)
+    check_table_output(spark, cfg, APPEND_TABLES)  # tables already there are refused too
 
 
-def _copy_output(spark, idx: ix.Index, part: str, cfg: Config, replace: bool = False) -> None:
+def _copy_output(spark, idx: ix.Index, part: str, cfg: Config, replace: bool = False) -> dict[str, str] | None:
     """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/),
-    published whole: the files copied, or (Spark Connect) the tables read and written again.
+    published whole: the files copied, or (Spark Connect) the tables read and written again;
+    with output.table, saved as catalog tables (returns their names).
     With `replace`, existing tables are replaced whatever the output mode says."""
-    names, root = ["clusters", "pairs"], cfg.output.path
+    names, root = list(APPEND_TABLES), cfg.output.path
     mode = "overwrite" if replace else cfg.output.mode
+    if cfg.output.table:
+        stored = {name: ix.read_table(spark, idx.store, f"parts/{part}/output/{name}") for name in names}
+        expected = {name: frame.count() for name, frame in stored.items()}
+        return save_tables(spark, stored, cfg.output.table, cfg.output.table_format, mode, expected)
     remove_leftovers(spark, root)
     with published(spark, root, names, mode) as stage:
         if stage != root:
@@ -321,17 +345,19 @@ def _copy_output(spark, idx: ix.Index, part: str, cfg: Config, replace: bool = F
             # Spark writes a file (with the schema) even for an empty unpartitioned table.
             stored = {name: ix.read_table(spark, idx.store, f"parts/{part}/output/{name}") for name in names}
             run_all(parquet_writes(stored, root.rstrip("/"), mode), session=spark)
+    return None
 
 
 def _replay(spark, cfg: Config, idx: ix.Index, part: str, fingerprint: str, run: Runner, start: float) -> Report:
     """This batch was applied before: write the output that run wrote, change nothing."""
-    _copy_output(spark, idx, part, cfg, replace=True)  # `_output_free` allowed it
+    tables = _copy_output(spark, idx, part, cfg, replace=True)  # `_output_free` allowed it
     report = run.report(
         mode="append",
         replayed=True,
         index={"path": cfg.index.path, "version": idx.manifest["version"], "part": part, "batch": fingerprint},
         wall_seconds=round(time.perf_counter() - start, 3),
         output=cfg.output.path,
+        tables=tables,
     )
     write_report(report, cfg.output.path, spark)
     return report
@@ -618,7 +644,7 @@ def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, r
         manifest = ix.next_manifest(idx.manifest, plan, part, fingerprint, counts["new_documents"] - counts["replaced"])
         ix.commit(idx.store, manifest, expected_version=version)
         kill_point("after_manifest")
-        _copy_output(spark, idx, part, cfg)
+        tables = _copy_output(spark, idx, part, cfg)
     report = run.report(
         mode="append",
         replayed=False,
@@ -629,6 +655,7 @@ def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, r
                "documents": manifest["documents"]},
         wall_seconds=round(time.perf_counter() - start, 3),
         output=cfg.output.path,
+        tables=tables,
     )
     write_report(report, cfg.output.path, spark)
     return report

@@ -33,7 +33,8 @@ def _plain(value: Any) -> Any:
 WIDTH = 100  # the summary's advice is wrapped at this many characters
 
 _ORDER = ("mode", "replayed", "neardup_spark_version", "spark_version", "lsh", "advice", "counts",
-          "boilerplate", "work", "stage_seconds", "config", "sizing", "index", "plots", "wall_seconds", "output")
+          "boilerplate", "work", "stage_seconds", "config", "sizing", "index", "plots", "wall_seconds", "output",
+          "tables")
 
 
 @dataclass(frozen=True, repr=False)
@@ -59,6 +60,7 @@ class Report(Mapping):
     plots: tuple | None = None
     wall_seconds: float | None = None
     output: str | None = None
+    tables: Mapping[str, str] | None = None  # output.table: {clusters: its table name, ...}
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -173,7 +175,11 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
     if report.get("stage_seconds"):
         lines.append(_times(report["stage_seconds"], report.get("wall_seconds")))
     lines += _sizing(report.get("sizing") or {})
-    if report.get("output"):
+    if report.get("tables"):
+        lines.append(f"tables    {', '.join(report['tables'].values())}")
+        if report.get("output"):
+            lines.append(f"output    {report['output']}  (report.json)")
+    elif report.get("output"):
         lines.append(f"output    {report['output']}  (report.json beside the tables)")
     elif (report.get("index") or {}).get("path"):
         lines.append(f"index     {report['index']['path']}")

@@ -23,6 +23,7 @@ from neardup_spark.runtime.filestore import store_for
 from neardup_spark.runtime.parallel import run_all
 from neardup_spark.runtime.report import Report
 from neardup_spark.runtime.storage import OWN_PREFIX, published, remove_leftovers, verify_written
+from neardup_spark.runtime.tables import check_tables, save_tables
 from neardup_spark.stages.read import CORRUPT
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -230,6 +231,26 @@ def write_tables(spark: SparkSession, result: "DedupResult", root: str, mode: st
         run_all(parquet_writes(tables, stage.rstrip("/"), "error" if stage != root else writer_mode(mode)),
                 session=spark)
         verify_written(spark, stage, written_rows(result))
+
+
+def write_outputs(spark: SparkSession, result: "DedupResult", cfg: Config, root: str) -> dict[str, str] | None:
+    """The run's tables where cfg.output says: catalog tables (output.table; returns their
+    names), else Parquet under root (`write_tables`; returns None)."""
+    out = cfg.output
+    if out.table:
+        return save_tables(spark, result_tables(result), out.table, out.table_format, out.mode, written_rows(result))
+    write_tables(spark, result, root, out.mode)
+    return None
+
+
+def check_table_output(spark: SparkSession, cfg: Config, names=None, may_exist: bool = False) -> None:
+    """Before any work, with output.table: its tables (by default a run's, see `result_tables`)
+    can be written (see `runtime.tables.check_tables`)."""
+    out = cfg.output
+    if out.table:
+        if names is None:
+            names = ("clusters", "pairs", "deduplicated") + (("boilerplate",) if cfg.boilerplate.enabled else ())
+        check_tables(spark, out.table, out.table_format, names, out.mode, may_exist)
 
 
 def written_rows(result: "DedupResult") -> dict[str, int]:

@@ -1,6 +1,7 @@
 """Look at what a run merged: a cluster's members against its keeper, with a word-level diff.
 
-Reads a run's outputs (clusters/, pairs/, report.json) and the run's input
+Reads a run's outputs (clusters/, pairs/ or the catalog tables report.json names, and
+report.json) and the run's input
 (its path, format and columns from report.json), and collects only the rows
 it shows: the members of the clusters asked for (up to `max_members` each)
 and their texts.
@@ -43,10 +44,21 @@ class RunOutput:
     report: dict = field(default_factory=dict, repr=False)  # its report.json
 
     def clusters(self, spark: SparkSession) -> DataFrame:
-        return spark.read.parquet(f"{self.path.rstrip('/')}/clusters")
+        return self._table(spark, "clusters")
 
     def pairs(self, spark: SparkSession) -> DataFrame:
-        return spark.read.parquet(f"{self.path.rstrip('/')}/pairs")
+        return self._table(spark, "pairs")
+
+    def _table(self, spark: SparkSession, name: str) -> DataFrame:
+        """path/name, or the catalog table the run wrote it to (report.json's `tables`)."""
+        table = (self.report.get("tables") or {}).get(name)
+        if table is None:
+            return spark.read.parquet(f"{self.path.rstrip('/')}/{name}")
+        try:
+            return spark.table(table)
+        except Exception as exc:  # noqa: BLE001 - AnalysisException: not in this session's catalog
+            raise InputError(f"the run wrote its {name} to the table {table}, which this session's catalog "
+                             "does not have (a catalog that forgot it, or another session's)") from exc
 
 
 def open_output(spark: SparkSession, path: str) -> RunOutput:
