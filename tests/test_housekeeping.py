@@ -1,6 +1,7 @@
 """Index housekeeping: compaction keeps every assignment and later batch the same, vacuum removes only
 what no reader needs, and neither harms the index when it loses a race or is killed."""
 
+import shutil
 import time
 from pathlib import Path
 
@@ -146,3 +147,41 @@ def test_a_compaction_killed_before_its_commit_leaves_the_index_as_it_was(spark,
 def test_vacuum_refuses_a_negative_retention(two_nights):
     with pytest.raises(Exception, match="retain-days"):
         api.vacuum_index(None, two_nights, retain_days=-1)
+
+
+@pytest.mark.parametrize("case", ["boilerplate", "replace"])
+def test_a_compacted_index_takes_the_next_night_as_its_parts_would(spark, nights, tmp_path, case):
+    """Two copies of one two-part index, one compacted: the next night (with boilerplate
+    stripping on, or replacing archived texts) gives both the same output and the same index."""
+    _, rows, paths = nights
+    more = {"boilerplate.enabled": True, "boilerplate.min_docs": 8} if case == "boilerplate" else {}
+    index = str(tmp_path / "index")
+    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index, **more}))
+    run(spark, _cfg(**{"input.path": paths[1], "index.path": index, "index.append": True,
+                       "output.path": str(tmp_path / "out1"), **more}))
+    copy = str(tmp_path / "copy")
+    shutil.copytree(index, copy)
+    assert api.compact_index(spark, copy).part is not None
+    if case == "boilerplate":  # the compacted part carries the build's stripped lines
+        keys = open_index(index).boilerplate_keys(spark)
+        assert keys and open_index(copy).boilerplate_keys(spark) == keys
+    night = paths[2]
+    if case == "replace":  # night 2 also brings new texts for archived ids of both parts
+        archived = pd.concat([pd.read_json(p, lines=True) for p in paths[:2]])
+        donors = archived.sample(6, random_state=4)
+        edited = donors.iloc[:3].assign(text=donors.iloc[3:].text.to_numpy())
+        night = str(tmp_path / "night2.jsonl")
+        pd.concat([pd.read_json(paths[2], lines=True), edited]).to_json(night, orient="records", lines=True,
+                                                                         date_format="iso")
+        more = {**more, "index.replace": True}
+    reports = {}
+    for name, where in (("parts", index), ("compacted", copy)):
+        reports[name] = run(spark, _cfg(**{"input.path": night, "index.path": where, "index.append": True,
+                                           "output.path": str(tmp_path / f"out2-{name}"), **more}))
+    if case == "replace":
+        assert reports["parts"]["counts"]["replaced"] == reports["compacted"]["counts"]["replaced"] == 3
+    assert dict(reports["parts"]["counts"]) == dict(reports["compacted"]["counts"])
+    for table in ("clusters", "pairs"):
+        assert _sorted(pd.read_parquet(tmp_path / "out2-parts" / table)).equals(
+            _sorted(pd.read_parquet(tmp_path / "out2-compacted" / table)))
+    assert _exported(spark, index, tmp_path / "e-parts").equals(_exported(spark, copy, tmp_path / "e-compacted"))

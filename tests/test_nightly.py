@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -255,10 +256,16 @@ def _cli(args: list[str], kill_at: str | None = None) -> subprocess.CompletedPro
                           capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("stage", ["after_match", "before_manifest"])
-def test_a_run_killed_between_stages_leaves_a_readable_index(spark, batches, tmp_path, stage):
+def _at(path: Path, where: str) -> str:
+    """path as a plain local path, or as a file:// URI (the Hadoop FileSystem code path hdfs:// takes)."""
+    return f"file://{path}" if where == "uri" else str(path)
+
+
+@pytest.mark.parametrize("stage,where", [("after_match", "path"), ("before_manifest", "path"),
+                                         ("before_manifest", "uri")])
+def test_a_run_killed_between_stages_leaves_a_readable_index(spark, batches, tmp_path, stage, where):
     work, rows, paths = batches
-    index = str(tmp_path / "index")
+    index = _at(tmp_path / "index", where)
     api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
     before = open_index(index).manifest
     killed = _cli(["run", "--input", paths[1], "--format", "jsonl", "--index", index, "--append",
@@ -376,14 +383,15 @@ def test_a_replayed_half_and_a_new_half_list_each_document_once(spark, tmp_path)
         assert (mine[col] == now[col].reindex(mine.index)).all(), col
 
 
-@pytest.mark.parametrize("stage", ["after_manifest", "publishing"])
-def test_a_batch_killed_after_its_commit_is_repaired_by_its_rerun(spark, batches, tmp_path, stage):
+@pytest.mark.parametrize("stage,where", [("after_manifest", "path"), ("publishing", "path"),
+                                         ("after_version", "uri"), ("publishing", "uri")])
+def test_a_batch_killed_after_its_commit_is_repaired_by_its_rerun(spark, batches, tmp_path, stage, where):
     """The index says the batch landed: its re-run (no --overwrite) re-emits the output whole."""
     work, rows, paths = batches
-    index, out = str(tmp_path / "index"), tmp_path / "out"
+    index, out = _at(tmp_path / "index", where), tmp_path / "out"
     api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
-    argv = ["run", "--input", paths[1], "--format", "jsonl", "--index", index, "--append", "--output", str(out),
-            "--quiet", *SPARK]
+    argv = ["run", "--input", paths[1], "--format", "jsonl", "--index", index, "--append",
+            "--output", _at(out, where), "--quiet", *SPARK]
     killed = _cli(argv, kill_at=stage)
     assert killed.returncode == 137, killed.stderr[-2000:]
     landed = open_index(index).manifest
@@ -401,8 +409,45 @@ def test_a_batch_killed_after_its_commit_is_repaired_by_its_rerun(spark, batches
     assert not [p.name for p in out.iterdir() if p.name.startswith("_neardup")]
     # A finished output of another batch is still refused without --overwrite.
     other = _cli(["run", "--input", paths[2], "--format", "jsonl", "--index", index, "--append",
-                  "--output", str(out), "--quiet", *SPARK])
+                  "--output", _at(out, where), "--quiet", *SPARK])
     assert other.returncode == 2 and "already exists" in other.stderr
+
+
+def test_two_appends_at_once_one_lands_one_refuses(spark, batches, tmp_path):
+    """Two nightly jobs on one index (a file:// URI): the first holds just before its commit
+    while the second lands; the first then refuses with nothing changed, and its re-run lands."""
+    work, rows, paths = batches
+    index = _at(tmp_path / "index", "uri")
+    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    hold = tmp_path / "hold"
+
+    def argv(k: int) -> list[str]:
+        return ["run", "--input", paths[k], "--format", "jsonl", "--index", index, "--append",
+                "--output", str(tmp_path / f"out{k}"), "--quiet", *SPARK]
+
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "NEARDUP_HOLD_AT": "before_manifest",
+           "NEARDUP_HOLD_FILE": str(hold)}
+    first = subprocess.Popen([sys.executable, "-m", "neardup_spark.cli", *argv(1)], cwd=ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not Path(f"{hold}.reached").exists():
+            assert first.poll() is None and time.monotonic() < deadline, "the first append never reached its commit"
+            time.sleep(0.2)
+        second = _cli(argv(2))
+        assert second.returncode == 0, second.stderr[-2000:]
+    finally:
+        hold.touch()
+        _, err = first.communicate(timeout=300)
+    assert first.returncode == 2 and "during this run (a concurrent append?)" in err and "run again" in err
+    assert open_index(index).manifest["version"] == 2
+    assert not (tmp_path / "out1" / "report.json").exists()
+    again = _cli(argv(1))
+    assert again.returncode == 0, again.stderr[-2000:]
+    api.export(spark, index, str(tmp_path / "export"))
+    exported = pd.read_parquet(tmp_path / "export" / "clusters")
+    assert exported.doc_id.is_unique
+    assert sorted(exported.doc_id) == sorted(pd.concat([pd.read_json(p, lines=True) for p in paths]).id)
 
 
 def test_a_run_killed_while_publishing_leaves_whole_tables(tmp_path):

@@ -52,6 +52,7 @@ from neardup_spark.errors import NeardupError
 from neardup_spark.plan import Plan, resolve
 from neardup_spark.runtime.filestore import LocalStore, Store, store_for
 from neardup_spark.runtime.parallel import run_all
+from neardup_spark.runtime.storage import kill_point
 from neardup_spark.stages.write import parquet_writes
 from neardup_spark.version import __version__
 
@@ -310,6 +311,7 @@ def commit(store: Store | str, manifest: dict, expected_version: int) -> None:
     text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     if not store.put_if_absent(f"{VERSIONS}/v{version:05d}.json", text):
         raise _moved(expected_version, current_version(store))
+    kill_point("after_version")  # landed; manifest.json still names the version before
     _refresh_copy(store, text, version)
 
 

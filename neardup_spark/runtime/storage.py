@@ -18,6 +18,7 @@ with tables that hold only `_SUCCESS`. So:
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from contextlib import contextmanager
 from typing import Iterator
@@ -37,9 +38,17 @@ PROBE_TASKS = 64  # at most this many probe files: enough to reach every executo
 
 def kill_point(name: str) -> None:
     """Fault injection for the crash-safety tests: NEARDUP_KILL_AT=<name> ends the process
-    here, abruptly (no cleanup runs), as a killed job would."""
+    here, abruptly (no cleanup runs), as a killed job would. NEARDUP_HOLD_AT=<name> with
+    NEARDUP_HOLD_FILE=<path> instead creates <path>.reached and waits (up to 10 minutes)
+    for <path> to exist: a race test runs another job meanwhile."""
     if os.environ.get("NEARDUP_KILL_AT") == name:
         os._exit(137)
+    if os.environ.get("NEARDUP_HOLD_AT") == name:
+        hold = os.environ["NEARDUP_HOLD_FILE"]
+        open(f"{hold}.reached", "w").close()
+        deadline = time.monotonic() + 600
+        while not os.path.exists(hold) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
 
 class StorageError(NeardupError):
