@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Protocol
@@ -258,13 +259,20 @@ class HadoopStore:
         self._write(self._p(rel), text, True)
 
     def newest_mtime(self, rel: str) -> float | None:
+        """As LocalStore's; a file that vanishes while it is listed means someone is writing
+        there now, so the answer is now."""
         path = self._p(rel)
-        if not self.fs.exists(path):
-            return None
-        newest = self.fs.getFileStatus(path).getModificationTime()
-        files = self.fs.listFiles(path, True)
-        while files.hasNext():
-            newest = max(newest, files.next().getModificationTime())
+        try:
+            if not self.fs.exists(path):
+                return None
+            newest = self.fs.getFileStatus(path).getModificationTime()
+            files = self.fs.listFiles(path, True)
+            while files.hasNext():
+                newest = max(newest, files.next().getModificationTime())
+        except Exception as exc:  # noqa: BLE001 - py4j wraps the JVM's exception
+            if "FileNotFoundException" not in str(exc):
+                raise
+            return time.time()
         return newest / 1000.0
 
     def delete(self, rel: str) -> None:

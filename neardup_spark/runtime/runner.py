@@ -25,6 +25,7 @@ just to log.
 from __future__ import annotations
 
 import gc
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -81,6 +82,7 @@ class Runner:
         self.counts: dict[str, int] = {}  # figures of the result
         self.work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
         self.kept: list[tuple[DataFrame, str]] = []  # and how (KEEP, LOCAL or RELIABLE)
+        self._kept_lock = threading.Lock()  # stages keep frames from several threads (run_all)
         self.progress = current_progress()
         self._collect = False  # frames were dropped: collect the JVM's garbage before the next stage
         try:
@@ -112,7 +114,8 @@ class Runner:
         if how is None:
             how = LOCAL if (self.cut if cut is None else cut) else KEEP
         kept = materialise(df, how)
-        self.kept.append((kept, how))
+        with self._kept_lock:
+            self.kept.append((kept, how))
         if now:
             kept.count()
         return kept
@@ -131,9 +134,10 @@ class Runner:
         """Drop every frame kept so far: persisted frames are unpersisted, and the blocks of
         local checkpoints removed (a long-lived session, e.g. a notebook running an append
         every night, would otherwise hold them until the JVM's garbage collector runs)."""
-        for df, how in self.kept:
+        with self._kept_lock:
+            kept, self.kept = self.kept, []
+        for df, how in kept:
             _unkeep(df, how)
-        self.kept.clear()
 
     def drop(self, *frames: DataFrame) -> None:
         """Release these kept frames now, as no later stage reads them. Spark's cleaner deletes
@@ -141,10 +145,11 @@ class Runner:
         and a persisted frame refers to every shuffle in its plan; so the next `stage` first
         asks the JVM to collect its garbage, once the caller's own references are gone too."""
         ids = {id(df) for df in frames}
-        for df, how in self.kept:
-            if id(df) in ids:
-                _unkeep(df, how)
-        self.kept = [kept for kept in self.kept if id(kept[0]) not in ids]
+        with self._kept_lock:
+            dropped = [kept for kept in self.kept if id(kept[0]) in ids]
+            self.kept = [kept for kept in self.kept if id(kept[0]) not in ids]
+        for df, how in dropped:
+            _unkeep(df, how)
         self._collect = True
 
     def _collect_garbage(self) -> None:

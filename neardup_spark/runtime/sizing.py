@@ -64,7 +64,7 @@ def local_cores(master: str) -> int | None:
     found = re.fullmatch(r"local\[(\*|\d+)(?:,\s*\d+)?\]", master.strip())
     if not found:
         return None
-    return os.cpu_count() or 1 if found.group(1) == "*" else max(1, int(found.group(1)))
+    return (os.cpu_count() or 1) if found.group(1) == "*" else max(1, int(found.group(1)))
 
 
 def partitions_for(cores: int, input_bytes: int | None = None) -> int:

@@ -42,7 +42,8 @@ def keeper_stars(edges: DataFrame, index: DataFrame, plan: Plan, sets: DataFrame
     keeper columns) + sets(_nid, shingles[, simhash]) -> (doc_id, cluster_id): like
     `connected_components` (internal ids, every document in an edge), but each cluster is a
     star of documents that all match its keeper. run.work gets "linkage_rounds" and
-    "linkage_reclustered" (members moved out of their component's star)."""
+    "linkage_reclustered" (members moved out of their component's star: round 1's failing
+    members, since a later round's open members are exactly the last round's failing ones)."""
     cfg = plan.cfg
     open_edges = edges.select(C.DOC_A, C.DOC_B)
     stars: list[DataFrame] = []
@@ -67,7 +68,8 @@ def keeper_stars(edges: DataFrame, index: DataFrame, plan: Plan, sets: DataFrame
         failing, n_failing = run.counted(failing, cut=True)
         stars.append(run.keep(placed.join(failing, C.NID, "left_anti").select(
             F.col(C.NID).alias(C.DOC_ID), F.col(_KEEPER_NID).alias(C.CLUSTER_ID)), cut=True))
-        moved += n_failing
+        if round_ == 1:
+            moved = n_failing
         if n_failing == 0:
             run.work["linkage_rounds"] = round_
             run.work["linkage_reclustered"] = moved
