@@ -338,6 +338,7 @@ def _nightly(data: dict) -> tuple[str, str, str]:
     corpus = f"seven-edit corpus split into archive + batch, {docs} docs{_where(data)}"
     values = {"sizes": ",".join(str(s["docs"]) for s in sizes), "batch": data.get("batch"), "seed": data.get("seed"),
               "no_rerun": "rerun" not in big, "rerun_every_size": data.get("rerun_every_size"),
+              "free_index": data.get("free_index"),
               "master": data.get("master"), "config": data.get("config"), "conf": data.get("conf"),
               "shuffle_partitions": data.get("shuffle_partitions"), "driver_memory": data.get("driver_memory")}
     values["growth_target"], values["memory_target_gb"] = data.get("growth_target"), data.get("memory_target_gb")

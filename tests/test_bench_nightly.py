@@ -42,6 +42,17 @@ def test_quadratic_growth_and_a_lost_document_are_misses():
     assert not t["rerun_scale"]["met"] and t["accounted"]["ratio"] == 2 and not t["accounted"]["met"]
 
 
+def test_builds_of_archives_that_are_different_shares_of_their_corpora_are_not_compared():
+    small, large = _size(1_200, 200, 100.0, 1.3), _size(10_200, 200, 900.0, 1.3)
+    del small["rerun"]
+    t = targets_of(ARGS, small, large)
+    assert t["flat_verified_pairs"]["ratio"] is None and t["flat_verified_pairs"]["met"] is None
+    assert "--rerun-every-size" in t["flat_verified_pairs"]["why_not"]
+    same_share = _size(12_000, 2_000, 1000.0, 1.3)
+    del same_share["rerun"]
+    assert targets_of(ARGS, small, same_share)["flat_verified_pairs"]["ratio"] == 1.0
+
+
 def test_one_size_and_empty_counts_give_no_ratio():
     one = _size(1_000, 100, 50.0, 0.0, verified=0)
     t = targets_of(ARGS, one, one)
