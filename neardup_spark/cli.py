@@ -693,5 +693,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def job() -> None:
+    """The entry point of a Databricks Python wheel task (`neardup-job`): the task's parameters
+    are the command line, and a failing command fails the task (SystemExit with its code)
+    instead of returning a code nobody reads."""
+    code = main(sys.argv[1:])
+    if code:
+        sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

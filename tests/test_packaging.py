@@ -58,3 +58,33 @@ def test_demo_and_presets_run_from_any_directory(installed):
     assert "neardup: 1,000 documents -> " in ran.stdout and (out / "report.json").is_file()
     params = _run(venv, work, str(venv / "bin" / "neardup"), "params", "--preset", "cluster")
     assert params.returncode == 0, params.stderr[-2000:]
+
+
+def test_the_databricks_job_names_an_entry_point_of_the_wheel_and_valid_parameters(installed):
+    """jobs/databricks_job.json: each wheel task's package and entry point exist in the installed
+    wheel's metadata, its parameters parse and validate, and a failing command fails the task."""
+    import json
+
+    venv, work = installed
+    spec = json.loads((ROOT / "jobs" / "databricks_job.json").read_text())
+    tasks = [t for t in spec["tasks"] if "python_wheel_task" in t]
+    assert tasks
+    for task in tasks:
+        wheel_task = task["python_wheel_task"]
+        probe = (
+            "import importlib.metadata as md, json, sys\n"
+            f"eps = md.distribution({wheel_task['package_name']!r}).entry_points\n"
+            f"ep = [e for e in eps if e.name == {wheel_task['entry_point']!r}][0]\n"
+            "from neardup_spark import cli\n"
+            f"params = {wheel_task['parameters']!r}\n"
+            "cli.config_from_args(cli._parser().parse_args(params))\n"
+            "print(ep.value)\n"
+        )
+        got = _run(venv, work, str(venv / "bin" / "python"), "-c", probe)
+        assert got.returncode == 0, got.stderr[-2000:]
+        assert got.stdout.strip() == "neardup_spark.cli:job"
+        assert any(lib.get("whl", "").endswith("-py3-none-any.whl") for lib in task["libraries"])
+    # The task's entry point exits non-zero when its command fails (a wheel task fails on that).
+    failed = _run(venv, work, str(venv / "bin" / "neardup-job"), "run", "--input", str(work / "missing.parquet"),
+                  "--output", str(work / "o"))
+    assert failed.returncode == 2 and "neardup: error:" in failed.stderr

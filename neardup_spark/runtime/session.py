@@ -159,12 +159,14 @@ def owned_session(spark_cfg: SparkConfig, input_bytes: int | None = None) -> Ite
     it and waits for its JVM to write it) and the JIT of `jit_options` for
     `input_bytes` of local input (None: unknown)."""
     existing = SparkSession.getActiveSession()
-    archive = None if existing is not None else class_archive(spark_cfg)
+    # A Databricks job's session belongs to the runtime, which reuses it after this task.
+    ours = existing is None and not os.environ.get("DATABRICKS_RUNTIME_VERSION")
+    archive = None if not ours else class_archive(spark_cfg)
     if archive is not None and archive.making is not None:
         print(f"neardup: this run also writes a class-data archive of the JVM (once: later runs "
               f"start faster; ~20 s more now): {archive.path}", file=sys.stderr)
     options = [archive.java_options] if archive else []
-    if existing is None:
+    if ours:
         options.append(jit_options(spark_cfg, input_bytes))
         options.append(log_options(spark_cfg))
     spark = build_session(spark_cfg, java_options=" ".join(o for o in options if o), input_bytes=input_bytes)
@@ -175,7 +177,7 @@ def owned_session(spark_cfg: SparkConfig, input_bytes: int | None = None) -> Ite
         interrupted = not isinstance(exc, Exception)  # Ctrl-C: stop, but do not wait for the archive
         raise
     finally:
-        if existing is None:  # ours to stop; a notebook's or test's session is not
+        if ours:  # ours to stop; a notebook's, a test's or a Databricks job's session is not
             stop_without_waiting(spark)
             if archive is not None and archive.making is not None and not interrupted:
                 archive.finish()

@@ -1,0 +1,155 @@
+"""A real Spark Connect server (its own JVM, started from pyspark's SparkConnectServer class)
+whose Python workers cannot import this checkout: the CLI's `--remote sc://...` ships the
+package itself, `run` (with plots), a nightly build/append/export with catalog tables and
+`calibrate` give what a classic session gives, and the README's library example runs as
+written on a session that shipped the package as docs/deploying.md says."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from neardup_spark import Config, cli
+from neardup_spark.api import run
+
+from . import oracles
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = str(cli.SAMPLE)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    pytest.importorskip("grpc", reason="Spark Connect client needs grpcio (test extra 'connect')")
+    import pyspark
+
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        pytest.skip("the Connect server in the pip package needs pyspark 4")
+    work = tmp_path_factory.mktemp("connect-server")
+    worker = work / "python-without-neardup"
+    worker.write_text(f"#!/bin/sh\nexec {sys.executable} {ROOT / 'tests' / 'scripts' / 'hidden_package.py'} "
+                      f"{ROOT} \"$@\"\n")
+    worker.chmod(0o755)
+    port = _free_port()
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": str(worker)}
+    env.pop("SPARK_REMOTE", None)
+    log = open(work / "server.log", "w")
+    proc = subprocess.Popen(
+        [str(home / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+         "--master", "local[2]", "--driver-memory", "2g", "--conf", f"spark.connect.grpc.binding.port={port}",
+         "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
+         "--conf", f"spark.sql.warehouse.dir={work / 'warehouse'}"],
+        cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert proc.poll() is None, (work / "server.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the Connect server did not listen within 180 s"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        yield f"sc://127.0.0.1:{port}", work
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _client(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def _cli(url: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return _client(["-m", "neardup_spark", *args, "--remote", url], cwd)
+
+
+def test_the_servers_workers_cannot_import_the_package_unshipped(server):
+    """The control: without addArtifacts the sketch UDFs fail on the server."""
+    url, work = server
+    proc = _client([str(ROOT / "tests" / "scripts" / "connect_client.py"), url, "unshipped"], work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["failed"] and got["no_package"], got["error"]
+
+
+def test_the_cli_ships_the_package_and_runs_with_plots(spark, server, tmp_path):
+    url, _ = server
+    out = tmp_path / "remote"
+    proc = _cli(url, ["run", "--input", SAMPLE, "--format", "jsonl", "--output", str(out), "--plots", "--quiet"],
+                tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run(spark, Config().with_overrides({"input.path": SAMPLE, "input.format": "jsonl",
+                                        "output.path": str(tmp_path / "classic")}))
+    for name, key in (("clusters", ["doc_id"]), ("pairs", ["doc_a", "doc_b"])):
+        classic = pd.read_parquet(tmp_path / "classic" / name).sort_values(key).reset_index(drop=True)
+        remote = pd.read_parquet(out / name)[list(classic.columns)].sort_values(key).reset_index(drop=True)
+        pd.testing.assert_frame_equal(remote, classic)
+    report = json.loads((out / "report.json").read_text())
+    assert report["plots"] and all((out / Path(p).name).stat().st_size > 0 for p in report["plots"])
+
+
+def test_nightly_tables_and_calibrate_through_the_server(spark, server, tmp_path):
+    """index build -> append with catalog tables (the server's catalog) -> export, and calibrate."""
+    url, work = server
+    paths = oracles.split_into_nights(pd.read_json(SAMPLE, lines=True), tmp_path, seed=5)
+    index = str(tmp_path / "index")
+    steps = [
+        ["index", "build", "--input", paths[0], "--format", "jsonl", "--index", index, "--quiet"],
+        ["run", "--input", paths[1], "--format", "jsonl", "--index", index, "--append",
+         "--output", str(tmp_path / "night1"), "--output-table", "nd_connect_night1", "--quiet"],
+        ["index", "export", "--index", index, "--output", str(tmp_path / "export")],
+    ]
+    for argv in steps:
+        proc = _cli(url, argv, tmp_path)
+        assert proc.returncode == 0, (argv, proc.stderr[-3000:])
+    exported = pd.read_parquet(tmp_path / "export" / "clusters")
+    assert sorted(exported.doc_id) == sorted(pd.concat([pd.read_json(p, lines=True) for p in paths[:2]]).id)
+    # The night's tables are in the server's catalog (its warehouse directory, as Parquet).
+    report = json.loads((tmp_path / "night1" / "report.json").read_text())
+    assert report["tables"] == {"clusters": "nd_connect_night1_clusters", "pairs": "nd_connect_night1_pairs"}
+    night = pd.read_parquet(work / "warehouse" / "nd_connect_night1_clusters")
+    assert night.doc_id.is_unique and set(pd.read_json(paths[1], lines=True).id) <= set(night.doc_id)
+    assert len(night) == report["counts"]["new_documents"] + report["counts"]["archived_documents_changed"]
+    # calibrate (with its plots), against a classic session
+    argv = ["calibrate", "--input", SAMPLE, "--format", "jsonl", "--pairs", "2000", "--json"]
+    proc = _cli(url, [*argv, "--plots", str(tmp_path / "calibration")], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    remote = json.loads(proc.stdout)
+    assert remote.pop("plots") and all(Path(p).stat().st_size > 0 for p in (tmp_path / "calibration").iterdir())
+    classic = subprocess.run([sys.executable, "-m", "neardup_spark", *argv, "--master", "local[2]",
+                              "--shuffle-partitions", "4"], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=900, env={k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"})
+    assert classic.returncode == 0, classic.stderr[-3000:]
+    classic = json.loads(classic.stdout)
+    # The random pairs are drawn per partition, and the server partitions the input its own way:
+    # the same figures up to that sample's noise.
+    for key in ("documents", "pairs", "bands", "rows", "num_perm", "recommended_threshold"):
+        assert remote[key] == classic[key], key
+    assert abs(remote["noise_p99"] - classic["noise_p99"]) < 0.02
+
+
+def test_the_readme_library_example_runs_on_the_server(server):
+    url, work = server
+    proc = _client([str(ROOT / "tests" / "scripts" / "connect_client.py"), url, "readme"], work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["counts"]["documents"] == 1000 and 0 < got["keepers"] == got["counts"]["clusters"] < 1000
