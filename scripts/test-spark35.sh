@@ -13,7 +13,7 @@ export NEARDUP_EXTRA="graphframes==0.6"
 NEARDUP_GRAPHFRAMES_JAR="$("$ROOT/scripts/graphframes-jar.sh")"
 export NEARDUP_GRAPHFRAMES_JAR
 # Table outputs are tested in an Iceberg Hadoop catalog on this leg.
-NEARDUP_ICEBERG_JAR="$("$ROOT/scripts/iceberg-jar.sh")"
+NEARDUP_ICEBERG_JAR="$(PYTHON="$NEARDUP_VENV/bin/python" "$ROOT/scripts/iceberg-jar.sh")"
 export NEARDUP_ICEBERG_JAR
 export PYSPARK_PYTHON="$NEARDUP_VENV/bin/python" PYSPARK_DRIVER_PYTHON="$NEARDUP_VENV/bin/python"
 cd "$ROOT"

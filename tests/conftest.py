@@ -3,7 +3,7 @@
 Tests that need no JVM (config, params, hashing kernels, the corpus) never
 touch the `spark` fixture, so they run in milliseconds. Set
 NEARDUP_GRAPHFRAMES_JAR to a GraphFrames jar to enable the GraphFrames tests, and
-NEARDUP_ICEBERG_JAR to an Iceberg Spark runtime jar for the Iceberg table tests.
+NEARDUP_ICEBERG_JAR to the jars of scripts/iceberg-jar.sh for the Iceberg table tests.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import sys
 import pytest
 
 GRAPHFRAMES_JAR = os.environ.get("NEARDUP_GRAPHFRAMES_JAR", "")
-# An Iceberg Spark runtime jar: the session then has an Iceberg Hadoop catalog named "ice".
+# An Iceberg Spark runtime jar (and what it needs beside it, comma-separated; see
+# scripts/iceberg-jar.sh): the session then has an Iceberg Hadoop catalog named "ice".
 ICEBERG_JAR = os.environ.get("NEARDUP_ICEBERG_JAR", "")
 ICEBERG_CATALOG = "ice"
 

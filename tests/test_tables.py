@@ -199,3 +199,28 @@ def test_export_takes_a_directory_or_a_table(spark, nights, tmp_path, capsys):
         api.export(spark, index)
     assert cli.main(["index", "export", "--index", index, *SPARK]) == 2
     assert "--output DIR or --output-table" in capsys.readouterr().err
+
+
+def test_relocation_moves_every_name_of_a_class_and_keeps_its_layout():
+    """scripts/relocate_jar.py (it gives the Iceberg jar of the 3.5 leg its relocated Jackson)."""
+    import glob
+    import importlib.util
+    import struct
+    import zipfile
+
+    import pyspark
+
+    script = Path(__file__).parents[1] / "scripts" / "relocate_jar.py"
+    spec = importlib.util.spec_from_file_location("relocate_jar", script)
+    relocate_jar = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(relocate_jar)
+    jar = sorted(glob.glob(str(Path(pyspark.__file__).parent / "jars" / "jackson-databind-2.*.jar")))[0]
+    with zipfile.ZipFile(jar) as zf:
+        data = zf.read("com/fasterxml/jackson/databind/ObjectMapper.class")
+    old, new = b"com/fasterxml/jackson", b"org/apache/iceberg/shaded/com/fasterxml/jackson"
+    moved = relocate_jar.relocate_class(data, old, new)
+    assert moved[:10] == data[:10]  # magic, versions and the constant-pool count
+    assert moved.count(old) == moved.count(new) > 0  # every old name is now inside a new one
+    assert b"com.fasterxml.jackson" not in moved.replace(b"org.apache.iceberg.shaded.com.fasterxml.jackson", b"")
+    # The bytes after the constant pool (access flags onwards) are unchanged.
+    assert moved.endswith(data[-200:]) and struct.unpack_from(">H", moved, 8) == struct.unpack_from(">H", data, 8)
