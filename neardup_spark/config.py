@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections.abc
 import math
+import re
 import sys
 import typing
 from dataclasses import dataclass, field, fields
@@ -420,18 +421,33 @@ def validate(cfg: Config) -> None:
     )
     _one_of(cfg.output.mode, OUTPUT_MODES, "output.mode")
     if cfg.output.table:
-        from neardup_spark.runtime.tables import name_parts
-
-        try:
-            name_parts(cfg.output.table)
-        except NeardupError as exc:
-            raise ConfigError(str(exc)) from None
+        table_name_parts(cfg.output.table)
     _check(not cfg.output.table_format or bool(cfg.output.table),
            "output.table_format is the format of output.table's tables: set output.table (--output-table) too")
     _check(cfg.spark.shuffle_partitions >= 0, "spark.shuffle_partitions must be >= 0")
     _check(not cfg.index.append or bool(cfg.index.path), "index.append needs index.path (--index)")
     _check(not cfg.index.append or cfg.match.mode == "jaccard",
            "the archive index supports match.mode = 'jaccard' only (containment batches: run them whole)")
+
+
+_TABLE_PART = re.compile(r"`(?:[^`]|``)+`|[A-Za-z0-9_]+")
+
+
+def table_name_parts(prefix: str) -> list[str]:
+    """The dot-separated parts of output.table (backquoted parts may hold dots), or ConfigError."""
+    parts, at = [], 0
+    while True:
+        m = _TABLE_PART.match(prefix, at)
+        if m is None:
+            raise ConfigError(f"output.table {prefix!r} is not a table name: give [catalog.][schema.]prefix, "
+                              "each part letters, digits and _ (or `backquoted`)")
+        parts.append(m.group(0))
+        at = m.end()
+        if at == len(prefix):
+            return parts
+        if prefix[at] != ".":
+            raise ConfigError(f"output.table {prefix!r} is not a table name: unexpected {prefix[at]!r} at {at}")
+        at += 1
 
 
 def require_io_paths(cfg: Config) -> None:

@@ -20,37 +20,19 @@ says the output is complete.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
+from neardup_spark.config import table_name_parts as name_parts
 from neardup_spark.errors import NeardupError
 
 if TYPE_CHECKING:  # pragma: no cover - config.validate reads names without pyspark
     from pyspark.sql import DataFrame, SparkSession
 
-_PART = re.compile(r"`(?:[^`]|``)+`|[A-Za-z0-9_]+")
 # The data sources whose classes come from outside Spark, and where users get them.
 _WHERE_FROM = {
     "delta": "Delta Lake (the delta-spark package, io.delta:delta-spark_<scala>; Databricks has it built in)",
     "iceberg": "Apache Iceberg (iceberg-spark-runtime-<spark>_<scala>.jar, and an Iceberg catalog)",
 }
-
-
-def name_parts(prefix: str) -> list[str]:
-    """The dot-separated parts of a table name prefix (backquoted parts may hold dots), or NeardupError."""
-    parts, at = [], 0
-    while True:
-        m = _PART.match(prefix, at)
-        if m is None:
-            raise NeardupError(f"output.table {prefix!r} is not a table name: give [catalog.][schema.]prefix, "
-                               "each part letters, digits and _ (or `backquoted`)")
-        parts.append(m.group(0))
-        at = m.end()
-        if at == len(prefix):
-            return parts
-        if prefix[at] != ".":
-            raise NeardupError(f"output.table {prefix!r} is not a table name: unexpected {prefix[at]!r} at {at}")
-        at += 1
 
 
 def table_name(prefix: str, name: str) -> str:
@@ -148,11 +130,10 @@ def save_tables(spark: SparkSession, frames: dict[str, DataFrame], prefix: str, 
     """Each frame saved as the table `prefix`_name (`mode`: error or overwrite), then, with
     `expected`, its rows counted back from the catalog. Returns {name: table name}."""
     from neardup_spark.runtime.storage import StorageError
-    from neardup_spark.stages.write import writer_mode
 
     full = table_names(prefix, frames)
     for name, df in frames.items():  # one at a time: catalogs commit table creations one by one
-        writer = df.write.mode(writer_mode(mode))
+        writer = df.write.mode("error" if mode == "errorifexists" else mode)  # Connect knows "error" only
         if fmt:
             writer = writer.format(fmt)
         writer.saveAsTable(full[name])
