@@ -51,6 +51,12 @@ def kill_point(name: str) -> None:
             time.sleep(0.1)
 
 
+def writer_mode(mode: str) -> str:
+    """output.mode as DataFrameWriter takes it everywhere: Spark Connect refuses
+    "errorifexists" (its alias "error" works on both)."""
+    return "error" if mode == "errorifexists" else mode
+
+
 class StorageError(NeardupError):
     """A path the executors write is not where the driver reads, or a table came out short."""
 

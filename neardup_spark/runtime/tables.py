@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from neardup_spark.config import table_name_parts as name_parts
 from neardup_spark.errors import NeardupError
 
-if TYPE_CHECKING:  # pragma: no cover - config.validate reads names without pyspark
+if TYPE_CHECKING:  # pragma: no cover - the CLI names tables before it imports pyspark
     from pyspark.sql import DataFrame, SparkSession
 
 # The data sources whose classes come from outside Spark, and where users get them.
@@ -129,11 +129,11 @@ def save_tables(spark: SparkSession, frames: dict[str, DataFrame], prefix: str, 
                 expected: dict[str, int] | None = None) -> dict[str, str]:
     """Each frame saved as the table `prefix`_name (`mode`: error or overwrite), then, with
     `expected`, its rows counted back from the catalog. Returns {name: table name}."""
-    from neardup_spark.runtime.storage import StorageError
+    from neardup_spark.runtime.storage import StorageError, writer_mode  # pyspark: see TYPE_CHECKING
 
     full = table_names(prefix, frames)
     for name, df in frames.items():  # one at a time: catalogs commit table creations one by one
-        writer = df.write.mode("error" if mode == "errorifexists" else mode)  # Connect knows "error" only
+        writer = df.write.mode(writer_mode(mode))
         if fmt:
             writer = writer.format(fmt)
         writer.saveAsTable(full[name])

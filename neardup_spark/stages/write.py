@@ -22,7 +22,7 @@ from neardup_spark.runtime import paths
 from neardup_spark.runtime.filestore import store_for
 from neardup_spark.runtime.parallel import run_all
 from neardup_spark.runtime.report import Report
-from neardup_spark.runtime.storage import OWN_PREFIX, published, remove_leftovers, verify_written
+from neardup_spark.runtime.storage import OWN_PREFIX, published, remove_leftovers, verify_written, writer_mode
 from neardup_spark.runtime.tables import check_tables, save_tables
 from neardup_spark.stages.read import CORRUPT
 
@@ -175,12 +175,6 @@ WRITTEN = ("clusters", "pairs", "deduplicated", "boilerplate", "report", "report
 
 def output_exists(out: str) -> NeardupError:
     return NeardupError(f"output {out!r} already exists; pass --overwrite (output.mode = 'overwrite') to replace it")
-
-
-def writer_mode(mode: str) -> str:
-    """output.mode as DataFrameWriter takes it everywhere: Spark Connect refuses
-    "errorifexists" (its alias "error" works on both)."""
-    return "error" if mode == "errorifexists" else mode
 
 
 def parquet_writes(tables: dict[str, DataFrame], root: str, mode: str) -> list:
