@@ -53,20 +53,23 @@ def corpus_dir(work: Path, docs: int, seed: int) -> Path:
     return path
 
 
-def run_once(corpus_path: Path, out: Path, master: str, partitions: int, extra: list[str] | None = None,
+def run_once(corpus_path: Path, out: Path, master: str, partitions: int | None, extra: list[str] | None = None,
              instrumented: bool = True) -> dict:
     """One `neardup run` as its own process: wall time, the report's stage
     times and counts, peak RSS of the process tree and shuffle bytes per stage.
 
     With `instrumented` off, the run is timed bare, as a user runs it and as the
     peers are timed: no Spark event log (~0.6 s at 100k here) and no memory
-    monitor, so no shuffle bytes or peak memory either."""
+    monitor, so no shuffle bytes or peak memory either. With `partitions` None the
+    run gets no config file and no partition count: it sizes itself, as a user's
+    first run does."""
     neardup = Path(sys.executable).parent / "neardup"
     logs = out.parent / f"{out.name}-eventlog"
     shutil.rmtree(logs, ignore_errors=True)
     cmd = [str(neardup), "run", "--input", str(corpus_path), "--format", "parquet", "--output", str(out),
-           "--overwrite", "--config", str(ROOT / "conf" / "local.toml"), "--master", master,
-           "--shuffle-partitions", str(partitions), "--quiet",
+           "--overwrite", "--master", master, "--quiet",
+           *(["--config", str(ROOT / "conf" / "local.toml"), "--shuffle-partitions", str(partitions)]
+             if partitions is not None else []),
            *(sparklog.event_log_conf(logs) if instrumented else []), *(extra or [])]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     shutil.rmtree(out, ignore_errors=True)  # an old output deleted during the run would hide its disk use
@@ -80,6 +83,7 @@ def run_once(corpus_path: Path, out: Path, master: str, partitions: int, extra: 
         raise SystemExit(f"neardup run failed:\n{stderr[-3000:]}")
     report = json.loads((out / "report.json").read_text())
     timing = {"process_seconds": round(wall, 2), "pipeline_seconds": report["wall_seconds"],
+              "sizing": report.get("sizing"),
               "stage_seconds": report["stage_seconds"], "counts": report["counts"]}
     if not instrumented:
         return {**timing, "instrumented": False}
@@ -133,9 +137,13 @@ def main(argv=None) -> list[dict]:
                     help="local mode: the driver heap is the whole executor (conf/local.toml says 4g)")
     ap.add_argument("--conf", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                     help="Spark settings for every run, e.g. spark.io.compression.codec=zstd")
+    ap.add_argument("--sized", action="store_true",
+                    help="no config file, partition count or driver heap: each run sizes itself")
     ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "neardup-bench"))
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
+    if args.sized:
+        args.shuffle_partitions, args.driver_memory = None, None
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     archive = ensure_class_archive(args.master, work)
@@ -159,11 +167,13 @@ def main(argv=None) -> list[dict]:
               f"  {json.dumps(row['stage_seconds'])}", flush=True)
         print(f"{'':>9} shuffle MB by stage: {json.dumps(row['shuffle_mb'])}", flush=True)
         print(f"{'':>9} task seconds by stage: {json.dumps(row['task_seconds'])}", flush=True)
-    result = {"benchmark": "scale", "master": args.master, "shuffle_partitions": args.shuffle_partitions,
+    result = {"benchmark": "scale", "sized": args.sized, "master": args.master,
+              "shuffle_partitions": args.shuffle_partitions,
               "driver_memory": args.driver_memory, "conf": args.conf or None,
               "machine": machine(), **archive,
               "runs": rows}
-    save(result, args.out, "scale.json" if max(args.docs) <= 1_000_000 else f"scale-{max(args.docs)}.json")
+    name = "scale" if max(args.docs) <= 1_000_000 else f"scale-{max(args.docs)}"
+    save(result, args.out, f"{name}-sized.json" if args.sized else f"{name}.json")
     return rows
 
 

@@ -30,12 +30,13 @@ def test_partitions_grow_with_cores_then_with_input():
     assert sizing.partitions_for(64, 12 * GIB) == 256
 
 
-def test_driver_heap_grows_with_input_and_stays_within_half_the_machine():
+def test_driver_heap_grows_with_input_and_leaves_most_of_the_machine_to_the_rest():
     assert sizing.driver_memory_for(None, 24 * GIB) == "4g"
     assert sizing.driver_memory_for(120 * 2**20, 24 * GIB) == "4g"
     assert sizing.driver_memory_for(int(1.2 * GIB), 24 * GIB) == "5g"
-    assert sizing.driver_memory_for(12 * GIB, 24 * GIB) == "12g"
-    assert sizing.driver_memory_for(None, 4 * GIB) == "2g"
+    assert sizing.driver_memory_for(12 * GIB, 24 * GIB) == "9g"  # 40% of 24 GiB
+    assert sizing.driver_memory_for(12 * GIB, 64 * GIB) == "25g"
+    assert sizing.driver_memory_for(None, 4 * GIB) == "1g"
     assert sizing.driver_memory_for(None, None) == "4g"
 
 
