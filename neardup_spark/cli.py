@@ -117,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_keeper_options(run)
     run.add_argument("--backend", choices=["dataframe", "graphframes"], help="connected components backend")
     run.add_argument("--linkage", choices=["components", "keeper"],
-                     help="keeper: every cluster member verifies against its keeper (no chains)")
+                     help="keeper: every cluster member verifies against its keeper and every other member (no chains)")
     run.add_argument("--plots", action="store_true", help="also write PNG plots next to report.json (needs matplotlib)")
     run.add_argument("--index", help="archive index directory (with --append)")
     run.add_argument("--append", action="store_true", default=None,

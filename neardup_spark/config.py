@@ -141,7 +141,8 @@ class VerifyConfig:
 class ClusterConfig:
     backend: str = "dataframe"
     # components: a cluster is a connected component of verified pairs (A~B~C may hold A and C
-    # that are not duplicates); keeper: every member also verifies against its keeper.
+    # that are not duplicates); keeper: every member also verifies against its keeper and
+    # every other member.
     linkage: str = "components"
     max_iterations: int = 200
     checkpoint: str = "local"

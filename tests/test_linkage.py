@@ -44,7 +44,7 @@ def test_every_member_matches_its_keeper(chained):
 
 
 def test_components_chain_and_keeper_linkage_splits_them(chained):
-    rows, (components, _), (keeper, _) = chained
+    rows, (components, _), (keeper, work) = chained
     text = {r["id"]: r["text"] for r in rows}
     truth = set(oracles.jaccard_pairs(rows, THRESHOLD))
     far = [doc for doc, (_, k) in components.items() if _jaccard(text[doc], text[k]) < THRESHOLD]
@@ -56,10 +56,22 @@ def test_components_chain_and_keeper_linkage_splits_them(chained):
         pairs = oracles.cluster_pairs({d: c for d, (c, _) in clusters.items()})
         return len(pairs & truth) / len(pairs)
 
-    assert precision(keeper) > precision(components)
-    # Every pair the stars hold that is not a true pair is two members of one star.
-    for a, b in oracles.cluster_pairs({d: c for d, (c, _) in keeper.items()}) - truth:
-        assert keeper[a][1] not in (a, b) and keeper[b][1] not in (a, b)
+    assert precision(components) < 0.6
+    # No chain through a keeper either: every two members of a star are a true pair.
+    assert precision(keeper) == 1.0
+    assert work["linkage_member_checks"] > 0
+
+
+def test_exact_copies_share_their_texts_fate(spark):
+    rows = [{"id": r["id"], "text": r["text"]} for r in corpus.chains()]
+    top = max(r["id"] for r in rows)
+    copies = [{"id": top + 1 + i, "text": r["text"]} for i, r in enumerate(rows[::3])]
+    stars, _ = _clusters(spark, rows + copies, "keeper")
+    text = {r["id"]: r["text"] for r in rows + copies}
+    for copy, original in zip(copies, rows[::3]):
+        assert stars[copy["id"]][0] == stars[original["id"]][0]
+    for a, b in oracles.cluster_pairs({d: c for d, (c, _) in stars.items()}):
+        assert text[a] == text[b] or _jaccard(text[a], text[b]) >= THRESHOLD, (a, b)
 
 
 def test_same_clusters_run_after_run(spark, chained):
@@ -76,6 +88,9 @@ def test_without_chains_keeper_linkage_changes_nothing(spark):
     comps, _ = _clusters(spark, records, "components")
     stars, work = _clusters(spark, records, "keeper")
     assert stars == comps and work["linkage_reclustered"] == 0
+    # Members are checked against each other where the keeper test does not vouch for them
+    # (Jaccard to the keeper of a + c < 1 + threshold): here the appended and replaced copies.
+    assert 0 < work["linkage_member_checks"] < len(records)
 
 
 def test_linkage_is_validated_and_the_index_refuses_keeper_linkage(spark, tmp_path):

@@ -92,15 +92,16 @@ def choose_keepers(docs: DataFrame, keeper: KeeperConfig, components: DataFrame)
 
 def ranked(docs: DataFrame, keeper: KeeperConfig, component: str,
            cluster_id: Callable[[Window], Column] | None = None, first: Sequence[Column] = (),
-           keep: Sequence[str] = ()) -> DataFrame:
+           keep: Sequence[str] = (), rank_as: str | None = None) -> DataFrame:
     """docs(doc_id, is_empty, exact_hash, text_len, keeper columns, `component`[, keep])
-    -> (doc_id, cluster_id, is_keeper, keeper_id, status[, keep]).
+    -> (doc_id, cluster_id, is_keeper, keeper_id, status[, keep][, rank_as]).
 
     The one keeper ranking, for a full run and a nightly batch alike: per
     component, the document that sorts first by the `first` keys (the
     nightly index's sticky keepers), then the keeper rules, then the
     smallest id keeps it. cluster_id is `cluster_id(window)` (default: the
-    smallest doc_id of the component).
+    smallest doc_id of the component). `rank_as` names a column of each document's
+    rank (a struct: a smaller one would keep before a larger one).
     """
     keys = [*first, *rule_keys(keeper)]
     rank = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h"))
@@ -108,7 +109,7 @@ def ranked(docs: DataFrame, keeper: KeeperConfig, component: str,
     comp = Window.partitionBy(component)
     cluster = cluster_id(comp) if cluster_id is not None else F.min(C.DOC_ID).over(comp)
     scored = docs.select(
-        C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, *keep,
+        C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, *keep, *([rank.alias(rank_as)] if rank_as else []),
         cluster.alias(C.CLUSTER_ID), F.min(rank).over(comp).alias("best"), F.count(F.lit(1)).over(comp).alias("size"),
     )
     keeper_id = F.col(f"best.k{len(keys) - 1}")
@@ -118,5 +119,5 @@ def ranked(docs: DataFrame, keeper: KeeperConfig, component: str,
         (F.col(C.DOC_ID) == keeper_id).alias(C.IS_KEEPER),
         keeper_id.alias(C.KEEPER_ID),
         status_column(keeper_id, F.col("best.h"), F.col("size")).alias(C.STATUS),
-        *keep,
+        *keep, *([rank_as] if rank_as else []),
     )
