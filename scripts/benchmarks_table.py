@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 OUTPUT = ROOT / "BENCHMARKS.md"
 PYTHON = ".venv/bin/python"
-ORDER = ("scale", "peers", "signatures", "nightly", "skew", "boilerplate", "quality", "scripts", "linkage",
+ORDER = ("scale", "peers", "signatures", "nightly", "skew", "boilerplate", "quality", "scripts", "realtext", "linkage",
          "simhash", "components", "review", "compare")
 PEERS = {"neardup": "neardup", "mllib": "MLlib", "text-dedup": "text-dedup"}
 
@@ -236,10 +236,14 @@ def _scale(data: dict) -> tuple[str, str, str]:
                     f"{big['process_seconds'] / small['process_seconds']:.2f}x the time")
     if big.get("disk_mb"):
         figures += f"; disk at the peak {big['disk_mb']['peak_mb'] / 1024:.0f} GB"
+    sized = (big.get("sizing") or {}) if data.get("sized") else {}
+    if sized:
+        figures += (f"; sized itself: {sized.get('shuffle_partitions')} shuffle partitions, "
+                    f"driver {sized.get('driver_memory')}")
     corpus = f"seven-edit corpus, {'/'.join(_docs(n) for n in sizes)} docs{_where(data)}"
     cmd = command("scale", {"docs": sizes, "master": data.get("master"), "shuffle_partitions":
                             data.get("shuffle_partitions"), "driver_memory": data.get("driver_memory"),
-                            "conf": data.get("conf")})
+                            "conf": data.get("conf"), "sized": data.get("sized")})
     return corpus, "whole `neardup run` process: " + figures, cmd
 
 
@@ -425,6 +429,23 @@ def _linkage(data: dict) -> tuple[str, str, str]:
     return corpus, "pair precision/recall/F1: " + "; ".join(parts), command("linkage", values)
 
 
+def _realtext(data: dict) -> tuple[str, str, str]:
+    languages = data["languages"]
+    parts = []
+    for run in data["runs"]:
+        each = ", ".join(f"{s} {_f(run[s]['precision'], 3)}/{_f(run[s]['precision_with_real_pairs'], 3)}/"
+                         f"{_f(run[s]['recall'], 3)}" for s in languages)
+        parts.append(f"{run['unit']} k={run['k']} {run['linkage']}: {each}")
+    sizes = data.get("documents") or {}
+    corpus = (f"man pages with the seven edits, run together: "
+              + ", ".join(f"{s} {_docs(sizes.get(s))} docs" for s in languages)
+              + f"; threshold {data.get('threshold')}")
+    values = {"threshold": data.get("threshold"), "languages": ",".join(languages),
+              "piece_chars": data.get("piece_chars"), "seed": data.get("seed"), "master": data.get("master")}
+    return corpus, ("pair precision against labels / against labels and the pages' own near-duplicates / "
+                    "recall, per language: " + "; ".join(parts)), command("realtext", values)
+
+
 def _simhash(data: dict) -> tuple[str, str, str]:
     parts, specs = [], []
     for row in data["rows"]:
@@ -489,7 +510,7 @@ def _review(data: dict) -> tuple[str, str, str]:
 SUMMARIES: dict[str, Callable[[dict], tuple[str, str, str]]] = {
     "scale": _scale, "peers": _peers, "signatures": _signatures, "nightly": _nightly, "skew": _skew,
     "boilerplate": _boilerplate, "quality": _quality, "simhash": _simhash, "components": _components,
-    "review": _review, "scripts": _scripts, "linkage": _linkage,
+    "review": _review, "scripts": _scripts, "linkage": _linkage, "realtext": _realtext,
 }
 
 
@@ -526,6 +547,8 @@ def _group(path: Path, data: Any) -> tuple[str, str]:
         return bench, f"nightly ({_docs(data['batch'])} batch)"  # a row per batch size
     if bench == "linkage" and data.get("threshold") is not None:
         return bench, f"linkage ({data['threshold']})"  # a row per threshold
+    if bench == "scale" and data.get("sized"):
+        return bench, "scale (sized, no config)"
     if bench == "compare" and data.get("docs"):  # a row per corpus size, and for runs without a config
         return bench, f"compare{' defaults' if _no_config(data) else ''} ({_docs(data['docs'])})"
     return bench, bench
