@@ -12,7 +12,8 @@ when most of its letters are in that script (a page left partly untranslated is 
 `tools.edits.real_stories` then makes each language's corpus: a share of the pieces are
 originals of stories with the seven edits, the rest unrelated.
 
-Scores per language and overall, for each setting (`--settings`, unit:k:linkage):
+Scores per language and overall, for each setting (`--settings`, unit:k:linkage, and
+`:strip` for boilerplate stripping):
 
 - recall: the labelled story pairs found, and recall by edit;
 - precision against the labels, and against the labels plus the pairs that real man
@@ -57,7 +58,8 @@ LANGUAGES = {
     "zh": (("manpages-zh",), "/usr/share/man/zh_CN/"),
     "ja": (("manpages-ja",), "/usr/share/man/ja/"),
 }
-SETTINGS = ("word:5:components", "char:3:components", "auto:5:components", "auto:5:keeper")
+SETTINGS = ("word:5:components", "char:3:components", "auto:5:components", "auto:5:components:strip",
+            "auto:5:keeper")
 
 
 def _deb_members(deb: Path) -> tarfile.TarFile:
@@ -223,7 +225,8 @@ def score(clusters: pd.Series, labels: pd.DataFrame, ceiling: Ceiling, most: int
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--languages", default="en,zh,ja")
-    ap.add_argument("--settings", default=",".join(SETTINGS), help="unit:k:linkage, comma-separated")
+    ap.add_argument("--settings", default=",".join(SETTINGS),
+                    help="unit:k:linkage[:strip], comma-separated (strip: boilerplate stripping on)")
     ap.add_argument("--threshold", type=float, default=0.3)
     ap.add_argument("--piece-chars", type=int, default=1500)
     ap.add_argument("--seed", type=int, default=7)
@@ -248,13 +251,14 @@ def main(argv=None) -> dict:
     frame = spark.createDataFrame(docs[["id", "text"]]).cache()
     runs = []
     for setting in args.settings.split(","):
-        unit, k, linkage = setting.split(":")
-        cfg = Config().with_overrides({"shingle.unit": unit, "shingle.k": int(k), "cluster.linkage": linkage})
+        unit, k, linkage, *strip = setting.split(":")
+        cfg = Config().with_overrides({"shingle.unit": unit, "shingle.k": int(k), "cluster.linkage": linkage,
+                                       "boilerplate.enabled": strip == ["strip"]})
         start = time.perf_counter()
         result = deduplicate(frame, cfg, threshold=args.threshold)
         clusters = result.clusters.select("doc_id", "cluster_id").toPandas().set_index("doc_id")["cluster_id"]
         seconds = round(time.perf_counter() - start, 2)
-        row = {"unit": unit, "k": int(k), "linkage": linkage, "seconds": seconds,
+        row = {"unit": unit, "k": int(k), "linkage": linkage, "strip": strip == ["strip"], "seconds": seconds,
                "all": score(clusters, labels, ceiling, args.max_checked, args.seed),
                "counts": dict(result.report["counts"])}
         for language in languages:

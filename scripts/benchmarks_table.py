@@ -435,7 +435,7 @@ def _realtext(data: dict) -> tuple[str, str, str]:
     for run in data["runs"]:
         each = ", ".join(f"{s} {_f(run[s]['precision'], 3)}/{_f(run[s]['precision_with_real_pairs'], 3)}/"
                          f"{_f(run[s]['recall'], 3)}" for s in languages)
-        parts.append(f"{run['unit']} k={run['k']} {run['linkage']}: {each}")
+        parts.append(f"{run['unit']} k={run['k']} {run['linkage']}{' stripped' if run.get('strip') else ''}: {each}")
     sizes = data.get("documents") or {}
     corpus = (f"man pages with the seven edits, run together: "
               + ", ".join(f"{s} {_docs(sizes.get(s))} docs" for s in languages)
