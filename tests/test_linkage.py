@@ -74,6 +74,22 @@ def test_exact_copies_share_their_texts_fate(spark):
         assert text[a] == text[b] or _jaccard(text[a], text[b]) >= THRESHOLD, (a, b)
 
 
+def test_containment_stars_hold_only_pairs_that_pass_containment(spark):
+    # Containment has no triangle bound: every two members of a star are checked.
+    rows = [{"id": r["id"], "text": r["text"]} for r in corpus.chains(n_chains=6, shift=20, unrelated=3)]
+    cfg = Config().with_overrides({"cluster.linkage": "keeper", "match.mode": "containment",
+                                   "match.containment_threshold": 0.6, "minhash.num_perm": 256})
+    result = deduplicate(spark.createDataFrame(rows), cfg)
+    stars = {r[C.DOC_ID]: r[C.CLUSTER_ID] for r in result.clusters.collect()}
+    result.unpersist()
+    text = {r["id"]: r["text"] for r in rows}
+    pairs = oracles.cluster_pairs(stars)
+    assert pairs
+    for a, b in pairs:
+        sa, sb = (oracles.word_shingles(normalise_text(text[d]), 5) for d in (a, b))
+        assert len(sa & sb) / min(len(sa), len(sb)) >= 0.6, (a, b)
+
+
 def test_same_clusters_run_after_run(spark, chained):
     rows, _, (keeper, _) = chained
     again, _ = _clusters(spark, rows[::-1], "keeper")

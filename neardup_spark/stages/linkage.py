@@ -24,7 +24,7 @@ metric, so two members with Jaccard a and c to their keeper have at least
 a + c - 1 with each other, and a + c >= 1 + threshold settles the pair. Light
 copies of one story (all close to its keeper) cost no check; members near the
 threshold are checked against each other, which is quadratic in their number.
-Containment and SimHash-only tests have no such bound: every pair is checked.
+Containment and SimHash tests have no such bound here: every pair is checked.
 
 Every round closes at least each component's keeper, so it ends; the output is
 deterministic (components, ranking and verification are), and nothing is
@@ -53,9 +53,9 @@ _RANK = "_rank"
 
 
 def metric_bound(cfg: Config) -> bool:
-    """Whether the test is Jaccard at verify.threshold, whose distance is a metric."""
-    simhash_only = cfg.match.method == "simhash" and not cfg.simhash.verify_jaccard
-    return cfg.match.mode == "jaccard" and not simhash_only
+    """Whether the test is Jaccard at verify.threshold alone, whose distance is a metric
+    (SimHash adds a Hamming test that the Jaccard bound does not settle)."""
+    return cfg.match.mode == "jaccard" and cfg.match.method == "minhash"
 
 
 def unmatched_texts(passing: DataFrame, cfg: Config, sets: DataFrame, run: Runner,
@@ -70,14 +70,14 @@ def unmatched_texts(passing: DataFrame, cfg: Config, sets: DataFrame, run: Runne
     star = Window.partitionBy(_KEEPER_NID).orderBy(_RANK)
     texts = texts.withColumn("_pos", F.row_number().over(star)).where(F.col("_pos") > 1).drop("_pos")
     bound = metric_bound(cfg)
-    t = cfg.verify.threshold
+    edge = 1 + cfg.verify.threshold + 1e-9  # a hair above 1 + t: rounding never settles a pair the bound does not
     # A pair is settled by the bound when a + c >= 1 + t; one of a text with a < (1 + t) / 2
     # ("far") is not, so every pair to check has a far text: far x all, each pair once.
-    far = texts.where(F.col(C.JACCARD) < F.lit((1 + t) / 2)) if bound else texts
+    far = texts.where(F.col(C.JACCARD) < F.lit(edge / 2)) if bound else texts
     f = far.select(_KEEPER_NID, *[F.col(c).alias(f"f{c}") for c in (C.EXACT_HASH, _RANK, C.NID, C.JACCARD)])
     o = texts.select(_KEEPER_NID, *[F.col(c).alias(f"o{c}") for c in (C.EXACT_HASH, _RANK, C.NID, C.JACCARD)])
-    unsettled = F.col(f"f{C.JACCARD}") + F.col(f"o{C.JACCARD}") < F.lit(1 + t) if bound else F.lit(True)
-    o_far = F.col(f"o{C.JACCARD}") < F.lit((1 + t) / 2) if bound else F.lit(True)
+    unsettled = F.col(f"f{C.JACCARD}") + F.col(f"o{C.JACCARD}") < F.lit(edge) if bound else F.lit(True)
+    o_far = F.col(f"o{C.JACCARD}") < F.lit(edge / 2) if bound else F.lit(True)
     once = ~o_far | (F.col(f"f{_RANK}") < F.col(f"o{_RANK}"))
     later = F.when(F.col(f"f{_RANK}") > F.col(f"o{_RANK}"), F.col(f"f{C.EXACT_HASH}")).otherwise(
         F.col(f"o{C.EXACT_HASH}"))
