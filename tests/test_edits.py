@@ -38,7 +38,33 @@ def test_whitespace_keeps_every_letter_and_reorder_every_sentence():
     spaced = edits.apply_edit("whitespace", MIXED, _vocab(), OTHER, rng)
     assert re.sub(r"\s", "", spaced).lower() == re.sub(r"\s", "", MIXED).lower()
     moved = edits.apply_edit("reorder", MIXED, _vocab(), OTHER, rng)
-    assert Counter(moved) == Counter(MIXED) and moved != MIXED
+    letters = lambda t: Counter(re.sub(r"\s", "", t))  # noqa: E731
+    assert letters(moved) == letters(MIXED) and re.sub(r"\s", "", moved) != re.sub(r"\s", "", MIXED)
+
+
+def test_reorder_moves_sentences_not_pieces_of_names_and_always_moves_something():
+    rng = np.random.default_rng(0)
+    text = "Edit /etc/foo.conf to set 1.5 now. Then restart it. Check the log."
+    moved = edits.apply_edit("reorder", text, _vocab(), OTHER, rng)
+    assert sorted(moved.split(". ")) != [text] and "/etc/foo.conf" in moved and "1.5" in moved
+    for one in ("Only one sentence here, nothing more.", "First paragraph.\n\nSecond paragraph."):
+        out = edits.apply_edit("reorder", one, _vocab(), OTHER, rng)
+        assert re.sub(r"\W", "", out) != re.sub(r"\W", "", one)
+        assert letters_of(out) == letters_of(one)
+
+
+def letters_of(text: str) -> Counter:
+    return Counter(re.sub(r"\s", "", text))
+
+
+def test_combining_marks_stay_with_their_letter_and_edits_survive_lowercasing():
+    assert edits.tokens("हिन्दी भाषा") == ["हिन्दी", " ", "भाषा"]
+    assert edits.tokens("ภาษาไทย") == ["ภ", "า", "ษ", "า", "ไ", "ท", "ย"]
+    assert all(edits.unspaced(t) for t in edits.tokens("กิน"))  # a vowel sign joins its consonant
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        out = edits.apply_edit("char", "Xerox XX", ([], []), OTHER, rng)
+        assert out.lower() != "xerox xx"
 
 
 def test_char_word_and_replace5_change_words_of_the_same_kind():

@@ -36,7 +36,8 @@ def test_driver_heap_grows_with_input_and_leaves_most_of_the_machine_to_the_rest
     assert sizing.driver_memory_for(int(1.2 * GIB), 24 * GIB) == "5g"
     assert sizing.driver_memory_for(12 * GIB, 24 * GIB) == "9g"  # 40% of 24 GiB
     assert sizing.driver_memory_for(12 * GIB, 64 * GIB) == "25g"
-    assert sizing.driver_memory_for(None, 4 * GIB) == "1g"
+    assert sizing.driver_memory_for(None, 4 * GIB) == "1638m"  # 40%, not rounded down to 1g
+    assert sizing.driver_memory_for(None, 1 * GIB) == "512m"  # Spark's minimum
     assert sizing.driver_memory_for(None, None) == "4g"
 
 

@@ -40,6 +40,7 @@ BYTES_PER_PARTITION = 256 * 2**20
 MIN_DRIVER_BYTES = 4 * 2**30
 DRIVER_BYTES_PER_INPUT_BYTE = 4
 MAX_DRIVER_SHARE = 0.4
+MIN_HEAP_MIB = 512  # Spark refuses a driver with less than 450 MiB of system memory
 GIB = 2**30
 
 
@@ -98,12 +99,15 @@ def physical_memory() -> int | None:
 
 
 def driver_memory_for(input_bytes: int | None, physical: int | None) -> str:
-    """The driver heap (as spark.driver.memory, in whole GiB) of a local JVM for
-    `input_bytes` of input on a machine with `physical` bytes of RAM."""
-    want = math.ceil(max(MIN_DRIVER_BYTES, DRIVER_BYTES_PER_INPUT_BYTE * (input_bytes or 0)) / GIB)
+    """The driver heap (as spark.driver.memory) of a local JVM for `input_bytes` of input on a
+    machine with `physical` bytes of RAM: whole GiB, or MiB below 4 GiB, where a GiB is much
+    of the machine; never below Spark's own minimum (MIN_HEAP_MIB)."""
+    want = math.ceil(max(MIN_DRIVER_BYTES, DRIVER_BYTES_PER_INPUT_BYTE * (input_bytes or 0)) / GIB) * 1024
     if physical:
-        want = min(want, int(physical * MAX_DRIVER_SHARE) // GIB)
-    return f"{max(1, want)}g"
+        want = min(want, int(physical * MAX_DRIVER_SHARE) // 2**20)
+    if want >= 4096:
+        return f"{want // 1024}g"
+    return f"{max(MIN_HEAP_MIB, want)}m"
 
 
 def _input(input_bytes: int | None) -> str:

@@ -108,8 +108,9 @@ def ranked(docs: DataFrame, keeper: KeeperConfig, component: str,
     # One shuffle: window aggregates over the component instead of a groupBy and a join back.
     comp = Window.partitionBy(component)
     cluster = cluster_id(comp) if cluster_id is not None else F.min(C.DOC_ID).over(comp)
+    own = (C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH)
     scored = docs.select(
-        C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, *keep, *([rank.alias(rank_as)] if rank_as else []),
+        *own, *[c for c in keep if c not in own], *([rank.alias(rank_as)] if rank_as else []),
         cluster.alias(C.CLUSTER_ID), F.min(rank).over(comp).alias("best"), F.count(F.lit(1)).over(comp).alias("size"),
     )
     keeper_id = F.col(f"best.k{len(keys) - 1}")

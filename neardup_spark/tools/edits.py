@@ -22,6 +22,7 @@ Pure Python and numpy; no Spark.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -32,20 +33,35 @@ from neardup_spark.tools.corpus import EDITS
 _UNSPACED = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in UNSPACED_BLOCKS)
 _TOKEN = re.compile(rf"[{_UNSPACED}]|[^\W\d_{_UNSPACED}]+|\d+|\s+|.", re.S)
 _UNSPACED_CHAR = re.compile(rf"[{_UNSPACED}]")
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])")
+# A sentence ends after 。！？, or after . ! ? that whitespace follows (not in "foo.conf" or "1.5").
+_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])(?=\s)")
+_PARAGRAPH = re.compile(r"(\n\s*\n)")
 
 
 def tokens(text: str) -> list[str]:
-    """text as tokens: ''.join(tokens(text)) == text."""
-    return _TOKEN.findall(text)
+    """text as tokens: ''.join(tokens(text)) == text. A combining mark (a vowel sign, a
+    virama, an accent in NFD) stays with the letter before it."""
+    out: list[str] = []
+    for tok in _TOKEN.findall(text):
+        mark = _is_mark(tok[0])
+        if out and not out[-1].isspace() and (mark or (_is_mark(out[-1][-1]) and tok[0].isalpha()
+                                                      and not unspaced(tok) and not unspaced(out[-1]))):
+            out[-1] += tok  # a mark joins the letter before it; a spaced word goes on after a mark
+        else:
+            out.append(tok)
+    return out
+
+
+def _is_mark(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("M")
 
 
 def is_word(token: str) -> bool:
-    return not token.isspace() and (token.isalpha() or token.isdigit())
+    return token[:1].isalpha() or token[:1].isdigit()
 
 
 def unspaced(token: str) -> bool:
-    return bool(_UNSPACED_CHAR.fullmatch(token))
+    return bool(_UNSPACED_CHAR.match(token)) and token[:1].isalpha()
 
 
 def vocabulary(texts: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -55,18 +71,18 @@ def vocabulary(texts: Sequence[str]) -> tuple[list[str], list[str]]:
         for tok in tokens(text):
             if unspaced(tok):
                 chars.setdefault(tok, None)
-            elif is_word(tok) and not tok.isdigit():
+            elif is_word(tok) and not tok[:1].isdigit():
                 spaced.setdefault(tok, None)
     return list(spaced), list(chars)
 
 
 def _same_kind(token: str, vocab: tuple[list[str], list[str]], rng: np.random.Generator) -> str:
     pool = vocab[1] if unspaced(token) else vocab[0]
-    if len(pool) < 2:
+    if len({w.lower() for w in pool}) < 2:
         return token
     while True:
         other = pool[int(rng.integers(len(pool)))]
-        if other != token:
+        if other.lower() != token.lower():  # "The" for "the" would vanish in normalisation
             return other
 
 
@@ -77,7 +93,7 @@ def _words(toks: list[str]) -> list[int]:
 def _whitespace(toks: list[str], rng: np.random.Generator) -> str:
     out = []
     for tok in toks:
-        if tok.isspace() and "\n\n" not in tok:
+        if tok.isspace() and not _PARAGRAPH.search(tok):
             out.append(str(rng.choice(np.array([" ", "  ", "\n", " \t "]), p=[0.7, 0.1, 0.1, 0.1])))
         elif unspaced(tok):
             out.append(tok + str(rng.choice(np.array(["", " ", "\n"]), p=[0.8, 0.15, 0.05])))
@@ -88,17 +104,35 @@ def _whitespace(toks: list[str], rng: np.random.Generator) -> str:
     return "".join(out)
 
 
+def _shuffled(items: list[str], rng: np.random.Generator) -> list[str]:
+    order = rng.permutation(len(items))
+    if np.all(order == np.arange(len(items))):
+        order = np.roll(order, 1)
+    return [items[i] for i in order]
+
+
 def _reorder(text: str, rng: np.random.Generator) -> str:
-    paragraphs = re.split(r"(\n\s*\n)", text)
-    out = []
-    for para in paragraphs:
-        sentences = [s for s in _SENTENCE_END.split(para) if s]
-        if len(sentences) > 1 and not para.isspace():
-            order = rng.permutation(len(sentences))
-            if np.all(order == np.arange(len(sentences))):
-                order = np.roll(order, 1)
-            para = "".join(sentences[i] for i in order)
-        out.append(para)
+    """The sentences of each paragraph in another order. A text whose paragraphs each hold
+    one sentence gets its paragraphs reordered instead, and a text of one sentence its two
+    halves swapped, so the edit always moves text."""
+    parts = _PARAGRAPH.split(text)
+    paragraphs, moved = parts[0::2], False
+    for i, para in enumerate(paragraphs):
+        sentences = [x.strip() for x in _SENTENCE_END.split(para) if x.strip()]
+        if len(sentences) > 1:
+            paragraphs[i] = " ".join(_shuffled(sentences, rng))
+            moved = True
+    if not moved:
+        kept = [p for p in paragraphs if p.strip()]
+        if len(kept) > 1:
+            return "\n\n".join(_shuffled(kept, rng))
+        toks = tokens(text.strip())
+        words = _words(toks)
+        cut = words[len(words) // 2] if len(words) > 1 else 0
+        return "".join(toks[cut:]).strip() + " " + "".join(toks[:cut]).strip()
+    out = [paragraphs[0]]
+    for sep, para in zip(parts[1::2], paragraphs[1:]):
+        out += [sep, para]
     return "".join(out)
 
 
@@ -120,8 +154,8 @@ def apply_edit(edit: str, text: str, vocab: tuple[list[str], list[str]], other: 
         j = int(rng.integers(len(word)))
         if unspaced(word):
             toks[i] = _same_kind(word, vocab, rng)
-        else:
-            toks[i] = word[:j] + ("x" if word[j] != "x" else "y") + word[j + 1:]
+        else:  # compared without case: "X" to "x" would vanish in normalisation
+            toks[i] = word[:j] + ("x" if word[j].lower() != "x" else "y") + word[j + 1:]
     elif edit == "word":
         i = words[int(rng.integers(len(words)))]
         toks[i] = _same_kind(toks[i], vocab, rng)
@@ -146,9 +180,10 @@ def apply_edit(edit: str, text: str, vocab: tuple[list[str], list[str]], other: 
 
 def real_stories(texts: Sequence[str], seed: int = 7, story_share: float = 0.5,
                  label: str = "") -> Iterator[dict]:
-    """Rows {id, text, group, edit}: the first `story_share` of (a seeded shuffle of) texts are
-    originals of stories, each with its seven edits in its group; the rest are unrelated,
-    each a group of its own. An append edit takes its words from an unrelated text (one
+    """Rows {id, text, group, edit}: about `story_share` of the rows are stories (an original
+    from a seeded shuffle of texts and its seven edits, in one group); the other texts are
+    unrelated, each a group of its own. An append edit adds fewer words than its share when
+    the text it takes them from is shorter. An append edit takes its words from an unrelated text (one
     that is not in a story), so no story is linked to another. Ids run from 1 in order of
     rows; `label` prefixes the groups."""
     rng = np.random.default_rng(seed)
