@@ -49,7 +49,7 @@ from benchmarks import machine, save
 from neardup_spark.config import Config
 from neardup_spark.kernels.sketch import shingle_sets
 from neardup_spark.tools.edits import real_stories, tokens, unspaced
-from neardup_spark.tools.evaluate import PairScores, adjusted_rand_index, pair_scores, recall_by_edit
+from neardup_spark.tools.evaluate import adjusted_rand_index, pair_scores, recall_by_edit
 
 RESULTS = Path(__file__).parent / "results"
 # language: (Debian packages, the part of a member's path that marks its pages)
