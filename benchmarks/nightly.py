@@ -293,6 +293,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--free-index", action="store_true",
                     help="delete each index once its append is measured, before any re-run (the 10M index is"
                          " ~13 GB: without it, the re-run's ~55 GB peak needs ~70 GB free)")
+    ap.add_argument("--linkage", choices=["components", "keeper"], default="components",
+                    help="cluster.linkage of the index and every run (keeper: results in nightly-keeper.json)")
     ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "neardup-bench"))
     ap.add_argument("--out", default=str(RESULTS), help="directory for nightly.json (nightly-bN.json for other batches)")
     args = ap.parse_args(argv)
@@ -309,6 +311,8 @@ def main(argv=None) -> dict:
         spark_args += ["--conf", f"spark.driver.memory={args.driver_memory}"]
     for item in args.conf:
         spark_args += ["--conf", item]
+    if args.linkage != "components":
+        spark_args += ["--linkage", args.linkage]
     load_start = [round(x, 2) for x in os.getloadavg()]
     tree = pipeline_tree()
 
@@ -319,8 +323,9 @@ def main(argv=None) -> dict:
     for n in sizes:
         corpus = corpus_dir(work, n, args.seed)
         archive, batch = split(work, corpus, n, args.batch, args.seed)
-        index = work / f"nightly-index-{n}"
-        tag = f"nightly-{n}"
+        keeper = "" if args.linkage == "components" else f"-{args.linkage}"
+        index = work / f"nightly-index-{n}{keeper}"
+        tag = f"nightly-{n}{keeper}"
         entry = {"docs": n, "archive_documents": n - args.batch, "batch_documents": args.batch,
                  "corpus": str(corpus), "archive": str(archive), "batch": str(batch), "index": str(index)}
 
@@ -374,12 +379,13 @@ def main(argv=None) -> dict:
               "growth_target": args.growth_target, "memory_target_gb": args.memory_target_gb,
               "shuffle_partitions": args.shuffle_partitions, "driver_memory": args.driver_memory,
               "conf": args.conf or None, "batch": args.batch, "seed": args.seed, "rerun_every_size": args.rerun_every_size,
-              "free_index": args.free_index,
+              "free_index": args.free_index, "linkage": args.linkage,
               "machine": machine(), "load_average": {"start": load_start,
                                                      "end": [round(x, 2) for x in os.getloadavg()]},
               "pipeline": tree, "pipeline_at_end": pipeline_tree(), "source_changed_during_run": len(digests) > 1,
               "targets": targets, "sizes": sizes_out}
-    save(result, args.out, "nightly.json" if args.batch == 10_000 else f"nightly-b{args.batch}.json")
+    name = "nightly" if args.batch == 10_000 else f"nightly-b{args.batch}"
+    save(result, args.out, f"{name}{'' if args.linkage == 'components' else '-' + args.linkage}.json")
     return result
 
 

@@ -101,6 +101,11 @@ def _print_report(args: argparse.Namespace, report) -> None:
         print(report.summary())
 
 
+def _add_linkage_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--linkage", choices=["components", "keeper"],
+                   help="keeper: every cluster member verifies against its keeper and every other member (no chains)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="neardup", description="Near-duplicate documents on Spark.")
     parser.add_argument("--version", action="version", version=f"neardup-spark {__version__}")
@@ -116,8 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_shingle_options(run)
     _add_keeper_options(run)
     run.add_argument("--backend", choices=["dataframe", "graphframes"], help="connected components backend")
-    run.add_argument("--linkage", choices=["components", "keeper"],
-                     help="keeper: every cluster member verifies against its keeper and every other member (no chains)")
+    _add_linkage_option(run)
     run.add_argument("--plots", action="store_true", help="also write PNG plots next to report.json (needs matplotlib)")
     run.add_argument("--index", help="archive index directory (with --append)")
     run.add_argument("--append", action="store_true", default=None,
@@ -178,6 +182,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_param_options(build)
     _add_shingle_options(build)
     _add_keeper_options(build)
+    _add_linkage_option(build)
     _add_spark_options(build)
     exp = isub.add_parser("export", help="write the index's current clusters/ (a run's clusters schema)")
     exp.add_argument("--index", required=True)

@@ -22,6 +22,8 @@ SIMHASH_HI = "simhash_hi"  # bits 64-127 of a 128-bit SimHash
 STRIPPED = "stripped"  # boilerplate segments removed from a document
 TEXT_LEN = "text_len"  # characters of the raw text, as Spark's length() counts them
 CLUSTER_ID = "cluster_id"
+# keeper linkage, archive index: the connected component of verified pairs a document is in
+COMPONENT_ID = "component_id"
 IS_KEEPER = "is_keeper"
 KEEPER_ID = "keeper_id"
 STATUS = "status"

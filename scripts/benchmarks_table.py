@@ -345,6 +345,9 @@ def _nightly(data: dict) -> tuple[str, str, str]:
               "free_index": data.get("free_index"),
               "master": data.get("master"), "config": data.get("config"), "conf": data.get("conf"),
               "shuffle_partitions": data.get("shuffle_partitions"), "driver_memory": data.get("driver_memory")}
+    if data.get("linkage") not in (None, "components"):
+        values["linkage"] = data["linkage"]
+        corpus += f", {data['linkage']} linkage"
     values["growth_target"], values["memory_target_gb"] = data.get("growth_target"), data.get("memory_target_gb")
     values["scale_target"] = t.get("append_scale", {}).get("target")
     values["rerun_target"] = t.get("append_vs_rerun", {}).get("target")
@@ -543,6 +546,8 @@ def _group(path: Path, data: Any) -> tuple[str, str]:
         return bench, f"peers: {', '.join(tools) or 'neardup'}" + ("" if variant == "ascii" else f" ({variant})")
     if bench == "quality" and data.get("method") not in (None, "minhash"):
         return bench, f"quality ({data.get('method')})"
+    if bench == "nightly" and data.get("linkage") not in (None, "components"):
+        return bench, f"nightly ({data['linkage']} linkage)"
     if bench == "nightly" and data.get("batch") not in (None, 10_000):
         return bench, f"nightly ({_docs(data['batch'])} batch)"  # a row per batch size
     if bench == "linkage" and data.get("threshold") is not None:

@@ -109,13 +109,7 @@ def test_without_chains_keeper_linkage_changes_nothing(spark):
     assert 0 < work["linkage_member_checks"] < len(records)
 
 
-def test_linkage_is_validated_and_the_index_refuses_keeper_linkage(spark, tmp_path):
+def test_linkage_is_validated():
+    # The index's keeper linkage: tests/test_nightly_keeper.py.
     with pytest.raises(ConfigError, match="cluster.linkage"):
         Config().with_overrides({"cluster.linkage": "cliques"})
-    from neardup_spark.api import build_index
-    from neardup_spark.archive.index import IndexError_
-
-    cfg = Config().with_overrides({"cluster.linkage": "keeper", "input.path": str(tmp_path / "in"),
-                                   "index.path": str(tmp_path / "ix")})
-    with pytest.raises(IndexError_, match="keeper linkage"):
-        build_index(spark, cfg)

@@ -12,7 +12,9 @@ Layout (a local or mounted directory)::
                                  a lookup reads an 8-byte bucket and the id per band and document,
                                  never texts or shingle sets
       parts/<part>/assign/       doc_id, cluster_id, is_keeper, keeper_id, status: the assignment this
-                                 part set (its own documents and archived ones whose cluster changed)
+                                 part set (its own documents and archived ones whose cluster changed);
+                                 with keeper linkage also component_id, the document's connected
+                                 component of verified pairs (a batch re-clusters whole components)
       parts/<part>/output/       the batch's own results (clusters/, pairs/), re-emitted on a re-run;
                                  the pairs are also the stored edges a replacement re-clusters from
       parts/<part>/boilerplate/  (build only, when stripping is on) the stripped line keys
@@ -65,8 +67,13 @@ TEXT_DIGEST = C.TEXT_DIGEST
 PART = "_part"  # the part's position in the manifest, for "newest assignment wins"
 BUCKET_RANGE = "bucket_range"
 ASSIGN_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
-# The configuration sections whose values decide pairs, clusters and keepers.
-PARAM_SECTIONS = ("normalise", "boilerplate", "shingle", "minhash", "match", "simhash", "lsh", "verify", "keeper")
+# The configuration sections whose values decide pairs, clusters and keepers
+# (of `cluster`, only the linkage: the backend and its limits give the same clusters).
+PARAM_SECTIONS = ("normalise", "boilerplate", "shingle", "minhash", "match", "simhash", "lsh", "verify", "keeper",
+                  "cluster")
+_CLUSTER_PARAMS = ("linkage",)
+# Below this many rows a frame is broadcast into its join with an archive table.
+BROADCAST_ROWS = 5_000_000
 
 
 class IndexError_(NeardupError):
@@ -77,6 +84,7 @@ def params_of(plan: Plan) -> dict:
     """The parameters an index is bound to (with the LSH bands and rows as resolved)."""
     data = to_dict(plan.cfg)
     out = {section: data[section] for section in PARAM_SECTIONS}
+    out["cluster"] = {key: data["cluster"][key] for key in _CLUSTER_PARAMS}
     out["lsh"] = {**out["lsh"], "bands": plan.lsh.bands, "rows": plan.lsh.rows}
     return out
 
@@ -178,21 +186,24 @@ class Index:
         """The current assignment of every archived document (the newest part's row wins)."""
         rows = self._required(spark, "assign")
         if len(self.parts) == 1:
-            return rows.select(*ASSIGN_COLUMNS)
+            return rows.select(*assign_columns(rows))
         newest = Window.partitionBy(C.DOC_ID).orderBy(F.desc(PART))
-        return rows.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1).select(*ASSIGN_COLUMNS)
+        return rows.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1).select(
+            *assign_columns(rows))
 
     def assignments_of(self, spark: SparkSession, ids: DataFrame) -> DataFrame:
         """The current assignments of the documents in ids(doc_id)."""
         rows = self._required(spark, "assign").join(ids.select(C.DOC_ID).distinct(), C.DOC_ID, "left_semi")
         newest = Window.partitionBy(C.DOC_ID).orderBy(F.desc(PART))
-        return rows.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1).select(*ASSIGN_COLUMNS)
+        return rows.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1).select(
+            *assign_columns(rows))
 
-    def members_of(self, spark: SparkSession, clusters: DataFrame) -> DataFrame:
-        """The current assignments of every document now in one of clusters(cluster_id)."""
-        wanted = clusters.select(C.CLUSTER_ID).distinct()
-        once = self._required(spark, "assign").join(wanted, C.CLUSTER_ID, "left_semi").select(C.DOC_ID).distinct()
-        return self.assignments_of(spark, once).join(wanted, C.CLUSTER_ID, "left_semi")
+    def members_of(self, spark: SparkSession, groups: DataFrame, by: str = C.CLUSTER_ID) -> DataFrame:
+        """The current assignments of every document now in one of groups(`by`): clusters,
+        or (by component_id) components."""
+        wanted = groups.select(by).distinct()
+        once = self._required(spark, "assign").join(wanted, by, "left_semi").select(C.DOC_ID).distinct()
+        return self.assignments_of(spark, once).join(wanted, by, "left_semi")
 
     def boilerplate_keys(self, spark: SparkSession) -> frozenset[int] | None:
         rel = f"parts/{self.parts[0]}/boilerplate"
@@ -203,6 +214,11 @@ class Index:
 
     def batch_part(self, fingerprint: str) -> str | None:
         return self.manifest.get("batches", {}).get(fingerprint)
+
+
+def assign_columns(rows: DataFrame) -> list[str]:
+    """The assign table's columns that rows holds: component_id only in a keeper-linkage index."""
+    return [*ASSIGN_COLUMNS, *([C.COMPONENT_ID] if C.COMPONENT_ID in rows.columns else [])]
 
 
 def read_table(spark: SparkSession, store: Store, rel: str) -> DataFrame | None:
@@ -279,7 +295,7 @@ def write_part(part_dir: str, docs: DataFrame | None, bands: DataFrame | None, a
         tables["docs"] = docs
     if removed is not None:
         tables["removed"] = removed.select(C.DOC_ID)
-    tables["assign"] = assign.select(*ASSIGN_COLUMNS)
+    tables["assign"] = assign.select(*assign_columns(assign))
     tables.update({f"output/{name}": frame for name, frame in (outputs or {}).items()})
     if boilerplate is not None:
         tables["boilerplate"] = boilerplate.coalesce(1)

@@ -20,7 +20,9 @@
    kept), bridges merge clusters (the smallest of their ids is kept), other
    newcomers make new clusters (their smallest doc id, as in a full run);
 8. keepers by the configured rules over each touched cluster (with
-   `index.sticky_keeper`, an archived keeper is never replaced);
+   `index.sticky_keeper`, an archived keeper is never replaced); with keeper
+   linkage, steps 7 and 8 re-cluster each touched component whole instead
+   (see `stars`);
 9. writes the batch's results (its documents, and archived documents whose
    cluster, keeper or status changed) and appends a part to the index; the
    manifest switch comes last.
@@ -45,6 +47,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from neardup_spark import columns as C
 from neardup_spark.archive import index as ix
+from neardup_spark.archive import stars
 from neardup_spark.config import Config, KeeperConfig, require_io_paths, to_dict
 from neardup_spark.errors import InputError, NeardupError
 from neardup_spark.plan import Plan
@@ -98,8 +101,7 @@ _CNODE = "_cnode"  # an archived cluster's node in the batch graph (negative)
 _BATCH = "_from_batch"
 IN_BATCH = "in_batch"  # append output: False for an archived document whose assignment changed
 PAIR_COLUMNS = (C.DOC_A, C.DOC_B, C.JACCARD, C.CONTAINMENT_A, C.CONTAINMENT_B, C.MATCH)
-# Below this many rows a frame is broadcast into its join with an archive table.
-BROADCAST_ROWS = 5_000_000
+BROADCAST_ROWS = ix.BROADCAST_ROWS
 # The batch's band rows (_nid, bucket: 16 bytes) are broadcast into the archive's band rows up
 # to this many (a ~500k-document batch at 42 bands; a few hundred MB on the driver, whatever
 # the archive). A larger batch is joined by a shuffle, which moves every archived band row
@@ -202,7 +204,10 @@ def _write_build(spark: SparkSession, plan: Plan, store, output: str | None, res
             keys = None
             if result.boilerplate is not None:
                 keys = result.boilerplate.select(F.col("line_key"))
-            ix.write_part(f"{store.uri}/parts/{part}", table.select(*_doc_columns(plan)), bands, result.clusters,
+            assign = result.clusters
+            if result.components is not None:  # keeper linkage: each document's component too
+                assign = assign.join(result.components, C.DOC_ID)
+            ix.write_part(f"{store.uri}/parts/{part}", table.select(*_doc_columns(plan)), bands, assign,
                           outputs={"pairs": result.pairs}, boilerplate=keys)
             tables = None
             if output or cfg.output.table:
@@ -264,9 +269,6 @@ def _supported(cfg) -> None:
     """What the archive index does not do yet, refused before any work."""
     if cfg.match.mode != "jaccard":
         raise ix.IndexError_("the archive index supports match.mode = 'jaccard' only")
-    if cfg.cluster.linkage != "components":
-        raise ix.IndexError_("the archive index supports cluster.linkage = 'components' only: keeper linkage "
-                             "is for full runs (neardup run without --append) for now")
 
 
 def _probe(spark: SparkSession, index_path: str, output: str | None) -> None:
@@ -394,13 +396,15 @@ def _remove(spark, plan: Plan, idx: ix.Index, changed: DataFrame, run: Runner):
     """Take the old versions of replaced documents out of the archive, uncommitted.
 
     Writes a removal part: their ids (earlier rows of them stop counting) and
-    the new assignment of every other member of their clusters, re-clustered
-    from the stored pairs without them (a cluster held together by a
-    replaced document splits). Returns the index with that part as its
-    newest, and the changed assignments."""
+    the new assignment of every other member of their clusters (keeper
+    linkage: components), re-clustered from the stored pairs without them (a
+    cluster held together by a replaced document splits). Returns the index
+    with that part as its newest, and the changed assignments (with _moved)."""
+    keeper = plan.cfg.cluster.linkage == "keeper"
+    group = C.COMPONENT_ID if keeper else C.CLUSTER_ID  # what a replaced document can split
     with_old = idx.assignments_of(spark, changed)
-    clusters = run.keep(with_old.select(C.CLUSTER_ID).distinct(), now=True)
-    rest = run.keep(idx.members_of(spark, clusters).join(changed, C.DOC_ID, "left_anti")
+    clusters = run.keep(with_old.select(group).distinct(), now=True)
+    rest = run.keep(idx.members_of(spark, clusters, by=group).join(changed, C.DOC_ID, "left_anti")
                     .withColumn(C.NID, F.monotonically_increasing_id()), now=True)
     stored = idx.pairs(spark)
     if stored is None:  # pragma: no cover - every part of this format stores its pairs
@@ -411,6 +415,22 @@ def _remove(spark, plan: Plan, idx: ix.Index, changed: DataFrame, run: Runner):
     idb = rest.select(F.col(C.DOC_ID).alias(C.DOC_B), F.col(C.NID).alias("_nb"))
     edges = stored.join(ida, C.DOC_A).join(idb, C.DOC_B).select(F.col("_na").alias(C.DOC_A), F.col("_nb").alias(C.DOC_B))
     edges = edges.where(F.col(C.DOC_A) != F.col(C.DOC_B)).unionByName(copies)
+    if keeper:
+        docs = rest.join(idx.docs(spark), C.DOC_ID)
+        sets = docs.select(C.NID, C.SHINGLES, *_fingerprint_columns(plan))
+        decided = stars.restar(plan, stars.view(docs, plan, False), edges, sets, run).select(*stars.ROWS)
+        changes = run.keep(stars.changed_rows(decided, rest.select(*stars.ROWS)), now=True)
+    else:
+        changes = run.keep(_recluster(spark, plan, idx, rest, edges), now=True)
+    run.counts["replaced_clusters_recomputed"] = clusters.count()
+    part = ix.new_part_name(idx.manifest["version"] + 1)
+    ix.write_part(f"{idx.path}/parts/{part}", None, None, changes, removed=changed)
+    return idx.with_part(part), changes
+
+
+def _recluster(spark, plan: Plan, idx: ix.Index, rest: DataFrame, edges: DataFrame) -> DataFrame:
+    """Connected components of the remaining members rest(assign columns, _nid) over edges,
+    their keepers, and the rows that changed (with _moved)."""
     comps = connected_components(edges, plan.cfg)
     comps = comps.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias("_comp"))
     grouped = rest.join(comps, C.NID, "left").withColumn("_comp", F.coalesce("_comp", C.NID))
@@ -424,11 +444,7 @@ def _remove(spark, plan: Plan, idx: ix.Index, changed: DataFrame, run: Runner):
         return F.coalesce(naming, F.min(C.DOC_ID).over(comp))
 
     decided = ranked(view, plan.keeper, "_comp", named, sticky)
-    changes = run.keep(_changed_only(decided, rest), now=True)
-    run.counts["replaced_clusters_recomputed"] = clusters.count()
-    part = ix.new_part_name(idx.manifest["version"] + 1)
-    ix.write_part(f"{idx.path}/parts/{part}", None, None, changes, removed=changed)
-    return idx.with_part(part), changes
+    return _changed_only(decided, rest).withColumn(stars.MOVED, F.lit(True))
 
 
 def _copies_and_heirs(spark, idx: ix.Index, rest: DataFrame, changed: DataFrame, run: Runner):
@@ -595,7 +611,7 @@ def _decide(everyone: DataFrame, plan: Plan, members: DataFrame) -> DataFrame:
     # Archived documents only where something changed.
     batch = decided.where(~F.col("_archived")).select(*CLUSTER_COLUMNS, F.lit(False).alias("_archived"))
     changed = _changed_only(decided.where(F.col("_archived")), members)
-    return batch.unionByName(changed.withColumn("_archived", F.lit(True)))
+    return batch.unionByName(changed.withColumn("_archived", F.lit(True))).withColumn(stars.MOVED, F.lit(True))
 
 
 def _batch_clusters(spark, idx: ix.Index, assigned: DataFrame, found: Matched, any_already: bool) -> DataFrame:
@@ -605,9 +621,10 @@ def _batch_clusters(spark, idx: ix.Index, assigned: DataFrame, found: Matched, a
     A batch document already archived (same text) is not assigned again; it is listed with
     its row of this batch when this batch changed it (it met a newcomer), else with its
     current archived row."""
-    rows = assigned.select(*CLUSTER_COLUMNS, (~F.col("_archived")).alias(IN_BATCH))
+    # Rows whose component id alone changed (keeper linkage) are the index's business only.
+    rows = assigned.where(F.col(stars.MOVED)).select(*CLUSTER_COLUMNS, (~F.col("_archived")).alias(IN_BATCH))
     if found.removal is not None:  # archived members re-clustered without a replaced document
-        later = found.removal.join(assigned.select(C.DOC_ID), C.DOC_ID, "left_anti")
+        later = found.removal.where(F.col(stars.MOVED)).join(assigned.select(C.DOC_ID), C.DOC_ID, "left_anti")
         rows = rows.unionByName(later.select(*CLUSTER_COLUMNS, F.lit(False).alias(IN_BATCH)))
     if not any_already:
         return rows
@@ -621,9 +638,14 @@ def _batch_clusters(spark, idx: ix.Index, assigned: DataFrame, found: Matched, a
 
 def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, run: Runner, start: float) -> Report:
     cfg, counts = plan.cfg, run.counts
-    assigned = run.keep(_assign(spark, plan, idx, found, run), now=True)
+    if cfg.cluster.linkage == "keeper":
+        assigned = stars.assign(spark, plan, idx, found.table, found.edges, found.met, run)
+    else:
+        assigned = _assign(spark, plan, idx, found, run)
+    assigned = run.keep(assigned, now=True)
     row = assigned.agg(
-        F.sum((~F.col("_archived")).cast("long")).alias("batch"), F.sum(F.col("_archived").cast("long")).alias("arch")
+        F.sum((~F.col("_archived")).cast("long")).alias("batch"),
+        F.sum((F.col("_archived") & F.col(stars.MOVED)).cast("long")).alias("arch"),
     ).first()
     counts["archived_documents_changed"] = int(row["arch"] or 0)
     if int(row["batch"] or 0) != counts["new_documents"]:  # pragma: no cover - an invariant

@@ -34,7 +34,9 @@ its round chose: the final ranking over the star picks the same document.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from typing import Sequence
+
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
@@ -95,23 +97,29 @@ def unmatched_texts(passing: DataFrame, cfg: Config, sets: DataFrame, run: Runne
 
 
 def keeper_stars(edges: DataFrame, index: DataFrame, plan: Plan, sets: DataFrame, run: Runner,
-                 set_bytes: float | None = None) -> DataFrame:
+                 set_bytes: float | None = None, first: Sequence[Column] = (),
+                 components: DataFrame | None = None) -> DataFrame:
     """edges(doc_a, doc_b) of internal ids + index(_nid, doc_id, is_empty, exact_hash, text_len,
     keeper columns) + sets(_nid, shingles[, simhash]) -> (doc_id, cluster_id): like
     `connected_components` (internal ids, every document in an edge), but each cluster is a
     star of documents that all match its keeper and each other. run.work gets
     "linkage_rounds", "linkage_reclustered" (members moved out of their component's star:
     round 1's failing members, since a later round's open members are exactly the last
-    round's failing ones) and "linkage_member_checks" (pairs of members verified)."""
+    round's failing ones) and "linkage_member_checks" (pairs of members verified).
+
+    `first`: sort keys over index's columns ahead of the keeper rules (a nightly batch's
+    sticky keepers; the final ranking over each star must use them too). `components`:
+    the connected components of edges (doc_id, cluster_id), when the caller has them."""
     cfg = plan.cfg
     open_edges = edges.select(C.DOC_A, C.DOC_B)
     stars: list[DataFrame] = []
     moved = 0
     run.work["linkage_member_checks"] = 0
     for round_ in range(1, cfg.cluster.max_iterations + 1):
-        comps = connected_components(open_edges, cfg)
+        comps = components if round_ == 1 and components is not None else connected_components(open_edges, cfg)
         members = index.join(comps.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(_COMP)), C.NID)
-        chosen = run.keep(ranked(members, plan.keeper, _COMP, keep=[C.NID, C.EXACT_HASH], rank_as=_RANK), cut=True)
+        chosen = run.keep(ranked(members, plan.keeper, _COMP, first=first, keep=[C.NID, C.EXACT_HASH],
+                                 rank_as=_RANK), cut=True)
         keepers = chosen.where(F.col(C.IS_KEEPER)).select(
             F.col(C.DOC_ID).alias(C.KEEPER_ID), F.col(C.NID).alias(_KEEPER_NID))
         placed = chosen.join(keepers, C.KEEPER_ID).select(C.NID, _KEEPER_NID, C.IS_KEEPER, C.STATUS,

@@ -18,7 +18,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 
@@ -59,6 +59,8 @@ class DedupResult:
     boilerplate: DataFrame | None = None  # line_key, documents, example: the stripped lines (when enabled)
     sketched: DataFrame | None = field(default=None, repr=False)  # per-document sketch table (internal ids)
     copies: DataFrame | None = field(default=None, repr=False)  # _nid, exact_rep of exact copies
+    # keeper linkage: doc_id, component_id (the smallest doc_id of its component of verified pairs)
+    components: DataFrame | None = field(default=None, repr=False)
     _cached: list[DataFrame] = field(default_factory=list, repr=False)
     _checkpoints: list[DataFrame] = field(default_factory=list, repr=False)  # those of _cached cut locally
 
@@ -290,8 +292,10 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
 
     index = table.select(C.NID, C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(plan.keeper))
     with run.stage("components"):
+        components = None
         if cfg.cluster.linkage == "keeper":
-            comps = keeper_stars(edges, index, plan, table, run, v.prep.set_bytes)
+            components = run.keep(connected_components(edges, cfg, run.work), now=True)
+            comps = keeper_stars(edges, index, plan, table, run, v.prep.set_bytes, components=components)
         else:
             comps = connected_components(edges, cfg, run.work)  # iterates with its own actions; read once below
 
@@ -320,9 +324,20 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     )
     pairs = with_doc_ids(edges, index.select(C.NID, C.DOC_ID))
     dedup = keeper_rows(raw, cfg, clusters, counts["clusters"], counts["removed"])
+    if components is not None:
+        components = component_ids(index, components)
     lines = boilerplate.lines_frame(raw.sparkSession, v.prep.lines) if v.prep.lines is not None else None
-    return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, [df for df, _ in run.kept],
+    return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, components, [df for df, _ in run.kept],
                        [df for df, how in run.kept if how == LOCAL])
+
+
+def component_ids(index: DataFrame, components: DataFrame) -> DataFrame:
+    """index(_nid, doc_id) + components(doc_id, cluster_id) of internal ids -> (doc_id, component_id)
+    of every document: the smallest doc_id of its component (its own outside any)."""
+    comps = components.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias("_c"))
+    grouped = index.select(C.NID, C.DOC_ID).join(comps, C.NID, "left").withColumn(
+        "_c", F.coalesce(F.col("_c"), F.col(C.NID)))
+    return grouped.select(C.DOC_ID, F.min(C.DOC_ID).over(Window.partitionBy("_c")).alias(C.COMPONENT_ID))
 
 
 def lsh_report(plan: Plan) -> dict:
