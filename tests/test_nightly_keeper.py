@@ -41,8 +41,9 @@ def rows():
 
 
 def _assert_is_a_full_run(spark, index: str, rows: pd.DataFrame, tmp_path: Path, **more) -> None:
-    """The index's current clusters, keepers and statuses are those of one full keeper run
-    over rows, and every two members of a cluster match (exact Jaccard of the run's sets)."""
+    """The index's current clusters, keepers and statuses are those of one full run over rows
+    (keeper linkage unless `more` says otherwise), and with keeper linkage every two members
+    of a cluster match (exact Jaccard of the run's sets)."""
     api.export(spark, index, str(tmp_path / "after"))
     rows.to_json(tmp_path / "union.jsonl", orient="records", lines=True, date_format="iso")
     run(spark, _cfg(**more, **{"input.path": str(tmp_path / "union.jsonl"), "output.path": str(tmp_path / "full")}))
@@ -52,7 +53,8 @@ def _assert_is_a_full_run(spark, index: str, rows: pd.DataFrame, tmp_path: Path,
     assert _partition(after) == _partition(full)
     merged = after.merge(full, on="doc_id", suffixes=("_inc", "_full"))
     assert (merged.keeper_id_inc == merged.keeper_id_full).all() and (merged.status_inc == merged.status_full).all()
-    _assert_stars(after, rows)
+    if more.get("cluster.linkage", "keeper") == "keeper":
+        _assert_stars(after, rows)
 
 
 def _assert_stars(clusters: pd.DataFrame, rows: pd.DataFrame, threshold: float = 0.3) -> None:
@@ -104,6 +106,65 @@ def test_replaced_texts_recluster_their_components(spark, rows, tmp_path):
     assert report["counts"]["replaced"] == len(picked)
     edited = archive.assign(text=[new_text.get(i, t) for i, t in zip(archive.id, archive.text)])
     _assert_is_a_full_run(spark, index, edited, tmp_path)
+
+
+@pytest.mark.parametrize("linkage", ["components", "keeper"])
+def test_pairs_of_a_replaced_text_pass_to_its_copy_for_later_nights(spark, tmp_path, linkage):
+    # Text T is stored once with its pairs (by its smallest id, 5001); 5002 is a copy, and
+    # 5003 and 5004 are near T. Night 1 replaces 5001 and brings a new copy of T (5005):
+    # 5002 inherits 5001's pairs. Night 2 replaces 5004: its story is re-clustered from the
+    # stored pairs, which must hold what 5002 inherited, or 5003 falls out of it.
+    words = [f"t{i}" for i in range(80)]
+    near3 = " ".join([f"x{i}" for i in range(10)] + words[10:])
+    near4 = " ".join(words[:70] + [f"y{i}" for i in range(10)])
+    sample = pd.read_json(cli.SAMPLE, lines=True).iloc[:300]
+    story = sample.iloc[:4].assign(id=[5001, 5002, 5003, 5004], text=[" ".join(words)] * 2 + [near3, near4])
+    archive = pd.concat([sample, story], ignore_index=True)
+    archive.to_json(tmp_path / "archive.jsonl", orient="records", lines=True, date_format="iso")
+    link = {"cluster.linkage": linkage}
+    index = str(tmp_path / "index")
+    api.build_index(spark, _cfg(**link, **{"input.path": str(tmp_path / "archive.jsonl"), "index.path": index}))
+    nights = [
+        story.iloc[:2].assign(id=[5001, 5005], text=[" ".join(f"u{i}" for i in range(80)), " ".join(words)]),
+        story.iloc[3:4].assign(text=" ".join(f"v{i}" for i in range(80))),
+    ]
+    current = archive.set_index("id")
+    for k, night in enumerate(nights):
+        night.to_json(tmp_path / f"night{k}.jsonl", orient="records", lines=True, date_format="iso")
+        run(spark, _cfg(**link, **{"input.path": str(tmp_path / f"night{k}.jsonl"), "index.path": index,
+                                   "index.append": True, "index.replace": True,
+                                   "output.path": str(tmp_path / f"out{k}")}))
+        current = pd.concat([current.drop(night.id, errors="ignore"), night.set_index("id")])
+        _assert_is_a_full_run(spark, index, current.reset_index(), tmp_path / f"check{k}", **link)
+    clusters = pd.read_parquet(tmp_path / "check1" / "after" / "clusters").set_index("doc_id").cluster_id
+    assert clusters[5002] == clusters[5003] == clusters[5005]
+
+
+def test_a_replacement_s_moves_are_reported_when_the_night_changes_only_their_component(spark, tmp_path):
+    # D (6000) keeps a star of Y (6001) and W (6002). The night replaces D, so Y keeps {Y, W};
+    # its newcomer N (6003) matches the unrelated P (100) and Y and W, which merges their
+    # components, and P (the smallest id) keeps a star of P and N. Y and W moved (the
+    # replacement) and then changed only their component: the night must still list them.
+    t = [f"t{i}" for i in range(80)]
+    p = [f"p{i}" for i in range(80)]
+    texts = {100: p, 6000: t[:70] + [f"d{i}" for i in range(10)], 6001: t, 6002: [f"x{i}" for i in range(10)] + t[10:]}
+    sample = pd.read_json(cli.SAMPLE, lines=True).iloc[:4]
+    archive = sample.assign(id=list(texts), text=[" ".join(w) for w in texts.values()])
+    archive.to_json(tmp_path / "archive.jsonl", orient="records", lines=True, date_format="iso")
+    rules = {"keeper.rules": ["smallest_id"]}
+    index = str(tmp_path / "index")
+    api.build_index(spark, _cfg(**rules, **{"input.path": str(tmp_path / "archive.jsonl"), "index.path": index}))
+    night = archive.iloc[1:3].assign(id=[6000, 6003], text=[" ".join(f"u{i}" for i in range(80)),
+                                                              " ".join(p[:50] + t[20:])])
+    night.to_json(tmp_path / "night.jsonl", orient="records", lines=True, date_format="iso")
+    run(spark, _cfg(**rules, **{"input.path": str(tmp_path / "night.jsonl"), "index.path": index,
+                                "index.append": True, "index.replace": True, "output.path": str(tmp_path / "out")}))
+    out = pd.read_parquet(tmp_path / "out" / "clusters").set_index("doc_id")
+    assert out.loc[6003, "keeper_id"] == 100 and out.loc[6000, "status"] == "unique"
+    assert out.loc[[6001, 6002], "cluster_id"].tolist() == [6001, 6001]
+    assert not out.loc[[6001, 6002], "in_batch"].any() and out.index.is_unique
+    current = pd.concat([archive.set_index("id").drop([6000]), night.set_index("id")]).reset_index()
+    _assert_is_a_full_run(spark, index, current, tmp_path / "check", **rules)
 
 
 def test_sticky_keepers_stay_and_stars_still_hold(spark, tmp_path):

@@ -18,7 +18,8 @@ Layout (a local or mounted directory)::
       parts/<part>/output/       the batch's own results (clusters/, pairs/), re-emitted on a re-run;
                                  the pairs are also the stored edges a replacement re-clusters from
       parts/<part>/boilerplate/  (build only, when stripping is on) the stripped line keys
-      parts/<part>/removed/      (replacing runs) ids whose earlier rows no longer count: their text changed
+      parts/<part>/removed/      (replacing runs) ids whose earlier rows no longer count: their text changed;
+                                 such a part's output/pairs/ holds the pairs their exact copies took over
 
 A document's current assignment is its row in the newest listed part that
 assigns it. Parts are written completely, under a fresh name, before any

@@ -410,6 +410,8 @@ def _remove(spark, plan: Plan, idx: ix.Index, changed: DataFrame, run: Runner):
     if stored is None:  # pragma: no cover - every part of this format stores its pairs
         raise ix.IndexError_("this index stores no pairs to re-cluster from; rebuild it to replace documents")
     copies, heirs = _copies_and_heirs(spark, idx, rest, changed, run)
+    heirs = run.keep(heirs, now=True)
+    inherited = _inherited_pairs(stored, heirs, rest)
     stored = _inherit(_inherit(stored, heirs, C.DOC_A), heirs, C.DOC_B)
     ida = rest.select(F.col(C.DOC_ID).alias(C.DOC_A), F.col(C.NID).alias("_na"))
     idb = rest.select(F.col(C.DOC_ID).alias(C.DOC_B), F.col(C.NID).alias("_nb"))
@@ -424,8 +426,31 @@ def _remove(spark, plan: Plan, idx: ix.Index, changed: DataFrame, run: Runner):
         changes = run.keep(_recluster(spark, plan, idx, rest, edges), now=True)
     run.counts["replaced_clusters_recomputed"] = clusters.count()
     part = ix.new_part_name(idx.manifest["version"] + 1)
-    ix.write_part(f"{idx.path}/parts/{part}", None, None, changes, removed=changed)
+    ix.write_part(f"{idx.path}/parts/{part}", None, None, changes, outputs={"pairs": inherited}, removed=changed)
     return idx.with_part(part), changes
+
+
+def _inherited_pairs(stored: DataFrame, heirs: DataFrame, rest: DataFrame) -> DataFrame:
+    """The stored pairs of replaced documents passed on to their heirs (pairs rows, doc_a <
+    doc_b, both ends remaining). The removal part stores them: the stored pairs of a replaced
+    document stop counting, and a later re-clustering (a replacement, or a keeper-linkage
+    batch) reads the pairs, not this night's re-clustering."""
+    gone = F.broadcast(heirs.select("_gone"))
+    touched = stored.join(gone.withColumnRenamed("_gone", C.DOC_A), C.DOC_A, "left_semi").unionByName(
+        stored.join(gone.withColumnRenamed("_gone", C.DOC_B), C.DOC_B, "left_semi"))
+    moved = _inherit(_inherit(touched.select(*PAIR_COLUMNS), heirs, C.DOC_A), heirs, C.DOC_B)
+    ids = rest.select(C.DOC_ID)
+    moved = moved.where(F.col(C.DOC_A) != F.col(C.DOC_B)).join(
+        ids.withColumnRenamed(C.DOC_ID, C.DOC_A), C.DOC_A, "left_semi").join(
+        ids.withColumnRenamed(C.DOC_ID, C.DOC_B), C.DOC_B, "left_semi")
+    swap = F.col(C.DOC_A) > F.col(C.DOC_B)
+
+    def either(col: str, other: str) -> F.Column:
+        return F.when(swap, F.col(other)).otherwise(F.col(col)).alias(col)
+
+    return moved.select(either(C.DOC_A, C.DOC_B), either(C.DOC_B, C.DOC_A), C.JACCARD,
+                        either(C.CONTAINMENT_A, C.CONTAINMENT_B), either(C.CONTAINMENT_B, C.CONTAINMENT_A),
+                        C.MATCH).distinct()
 
 
 def _recluster(spark, plan: Plan, idx: ix.Index, rest: DataFrame, edges: DataFrame) -> DataFrame:
@@ -624,7 +649,9 @@ def _batch_clusters(spark, idx: ix.Index, assigned: DataFrame, found: Matched, a
     # Rows whose component id alone changed (keeper linkage) are the index's business only.
     rows = assigned.where(F.col(stars.MOVED)).select(*CLUSTER_COLUMNS, (~F.col("_archived")).alias(IN_BATCH))
     if found.removal is not None:  # archived members re-clustered without a replaced document
-        later = found.removal.where(F.col(stars.MOVED)).join(assigned.select(C.DOC_ID), C.DOC_ID, "left_anti")
+        # A document this night moved again is listed with its row of this night only.
+        later = found.removal.where(F.col(stars.MOVED)).join(
+            assigned.where(F.col(stars.MOVED)).select(C.DOC_ID), C.DOC_ID, "left_anti")
         rows = rows.unionByName(later.select(*CLUSTER_COLUMNS, F.lit(False).alias(IN_BATCH)))
     if not any_already:
         return rows

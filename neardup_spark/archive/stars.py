@@ -131,11 +131,11 @@ def assign(spark: SparkSession, plan: Plan, idx: ix.Index, table: DataFrame, edg
         current = run.keep(idx.assignments_of(spark, linked.select(F.col(C.ADOC).alias(C.DOC_ID))), now=True)
         run.counted(current.select(C.CLUSTER_ID).distinct(), "archived_clusters_touched")
         touched, _ = run.counted(current.select(C.COMPONENT_ID).distinct(), "archived_components_touched")
-        members, n_members = run.counted(idx.members_of(spark, F.broadcast(touched), by=C.COMPONENT_ID),
-                                         "archived_documents_reclustered")
-        docs = idx.docs(spark)
+        members, n_members = run.counted(idx.members_of(spark, F.broadcast(touched), by=C.COMPONENT_ID))
+        docs = idx.docs(spark)  # live documents: a replaced one's old row is not a member any more
         arch = docs.join(F.broadcast(members) if n_members <= ix.BROADCAST_ROWS else members, C.DOC_ID)
-        arch = run.keep(arch.withColumn(C.NID, -1 - F.monotonically_increasing_id()), now=True)
+        arch, _ = run.counted(arch.withColumn(C.NID, -1 - F.monotonically_increasing_id()),
+                              "archived_documents_reclustered")
         # The batch's edges with the archived ends renumbered, and the stored pairs among the members.
         renumber = met.join(arch.select(F.col(C.DOC_ID).alias(C.ADOC), F.col(C.NID).alias(_NEW)), C.ADOC).select(
             C.NID, _NEW)
