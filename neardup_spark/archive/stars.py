@@ -15,7 +15,9 @@ component it touches, whole:
 * the edges: the stored pairs among those members and the batch's own pairs.
 
 `keeper_stars` treats components independently, so with `index.sticky_keeper`
-off the stars are those of one full run over the archive and the batch. With
+off the stars are those of one full run over the archive and the batch (except
+in buckets above `lsh.all_pairs_bucket_limit`, where a run and a batch propose
+different pairs: docs/nightly.md). With
 it on, archived keepers rank first, then archived documents, then newcomers:
 a newcomer keeps a story only where no archived document ranks before it.
 
