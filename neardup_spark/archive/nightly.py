@@ -462,13 +462,8 @@ def _recluster(spark, plan: Plan, idx: ix.Index, rest: DataFrame, edges: DataFra
     view = grouped.select(C.DOC_ID, "_comp", F.col(C.CLUSTER_ID).alias("_old_cluster"),
                           F.col(C.KEEPER_ID).alias("_old_keeper")).join(idx.docs(spark), C.DOC_ID)
     sticky = [F.col(C.DOC_ID) != F.col("_old_keeper")] if plan.cfg.index.sticky_keeper else []
-
-    def named(comp: Window) -> F.Column:
-        # A part keeps its cluster's id while the document that names it is in the part.
-        naming = F.max(F.when(F.col(C.DOC_ID) == F.col("_old_cluster"), F.col(C.DOC_ID))).over(comp)
-        return F.coalesce(naming, F.min(C.DOC_ID).over(comp))
-
-    decided = ranked(view, plan.keeper, "_comp", named, sticky)
+    # A part keeps its cluster's id while the document that names it is in the part.
+    decided = ranked(view, plan.keeper, "_comp", lambda comp: stars.named(comp, "_old_cluster"), sticky)
     return _changed_only(decided, rest).withColumn(stars.MOVED, F.lit(True))
 
 

@@ -56,7 +56,7 @@ _NEW = "_new_nid"
 ROWS = (*CLUSTER_COLUMNS, C.COMPONENT_ID)
 
 
-def _named(window: Window, old: str) -> Column:
+def named(window: Window, old: str) -> Column:
     """A group's id: that of its member whose id is its `old` id, else its smallest doc_id."""
     naming = F.min(F.when(F.col(C.DOC_ID) == F.col(old), F.col(C.DOC_ID))).over(window)
     return F.coalesce(naming, F.min(C.DOC_ID).over(window))
@@ -97,10 +97,10 @@ def restar(plan: Plan, documents: DataFrame, edges: DataFrame, sets: DataFrame, 
         .withColumn(_COMP, F.coalesce(_COMP, C.NID))
         .withColumn(_STAR, F.coalesce(_STAR, C.NID))
     )
-    grouped = grouped.withColumn(C.COMPONENT_ID, _named(Window.partitionBy(_COMP), _OLD_COMPONENT))
+    grouped = grouped.withColumn(C.COMPONENT_ID, named(Window.partitionBy(_COMP), _OLD_COMPONENT))
     # The star's keeper again: the same keys order it, and the round's keeper ranked first in
     # a component that holds the whole star.
-    decided = ranked(grouped, plan.keeper, _STAR, lambda w: _named(w, _OLD_CLUSTER), first,
+    decided = ranked(grouped, plan.keeper, _STAR, lambda w: named(w, _OLD_CLUSTER), first,
                      keep=[C.COMPONENT_ID, FROM_BATCH])
     return decided.select(*ROWS, FROM_BATCH)
 
@@ -130,9 +130,10 @@ def assign(spark: SparkSession, plan: Plan, idx: ix.Index, table: DataFrame, edg
     with run.stage("components"):
         ends = edges.select(F.col(C.DOC_A).alias(C.NID)).unionByName(edges.select(F.col(C.DOC_B).alias(C.NID)))
         linked = met.join(ends.where(F.col(C.NID) < 0).distinct(), C.NID, "left_semi")
-        current = run.keep(idx.assignments_of(spark, linked.select(F.col(C.ADOC).alias(C.DOC_ID))), now=True)
-        run.counted(current.select(C.CLUSTER_ID).distinct(), "archived_clusters_touched")
-        touched, _ = run.counted(current.select(C.COMPONENT_ID).distinct(), "archived_components_touched")
+        current = run.keep(idx.assignments_of(spark, linked.select(F.col(C.ADOC).alias(C.DOC_ID))))
+        clusters, components = current.agg(F.countDistinct(C.CLUSTER_ID), F.countDistinct(C.COMPONENT_ID)).first()
+        run.counts["archived_clusters_touched"], run.counts["archived_components_touched"] = clusters, components
+        touched = current.select(C.COMPONENT_ID).distinct()
         members, n_members = run.counted(idx.members_of(spark, F.broadcast(touched), by=C.COMPONENT_ID))
         docs = idx.docs(spark)  # live documents: a replaced one's old row is not a member any more
         arch = docs.join(F.broadcast(members) if n_members <= ix.BROADCAST_ROWS else members, C.DOC_ID)
@@ -174,4 +175,4 @@ def _stored_edges(spark: SparkSession, idx: ix.Index, ids: DataFrame, rows: int)
     return joined.select(F.col("_na").alias(C.DOC_A), F.col("_nb").alias(C.DOC_B))
 
 
-__all__ = ["assign", "changed_rows", "restar", "view"]
+__all__ = ["assign", "changed_rows", "named", "restar", "view"]
