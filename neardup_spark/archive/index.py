@@ -203,8 +203,15 @@ class Index:
         """The current assignments of every document now in one of groups(`by`): clusters,
         or (by component_id) components."""
         wanted = groups.select(by).distinct()
-        once = self._required(spark, "assign").join(wanted, by, "left_semi").select(C.DOC_ID).distinct()
-        return self.assignments_of(spark, once).join(wanted, by, "left_semi")
+        rows = self._required(spark, "assign")
+        found = rows.join(wanted, by, "left_semi")  # rows in a group, current or since replaced
+        if len(self.parts) == 1:
+            return found.select(*assign_columns(rows))
+        # A row is current unless its document has one in a later part, and those are all
+        # after the first part (the build: the bulk of the rows, read once).
+        last = rows.where(F.col(PART) > 0).groupBy(C.DOC_ID).agg(F.max(PART).alias("_last"))
+        current = found.join(last, C.DOC_ID, "left").where(F.col("_last").isNull() | (F.col("_last") <= F.col(PART)))
+        return current.select(*assign_columns(rows))
 
     def boilerplate_keys(self, spark: SparkSession) -> frozenset[int] | None:
         rel = f"parts/{self.parts[0]}/boilerplate"
