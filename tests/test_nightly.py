@@ -113,6 +113,76 @@ def test_the_distributed_batch_graph_gives_the_driver_s_clusters(spark, batches,
         pd.testing.assert_frame_equal(ours, theirs)
 
 
+def test_range_groups_cover_every_range_once():
+    from neardup_spark.archive import index as ix
+
+    for archive_rows, batch_rows in [(0, 10**9), (10**12, 1), (10**12, 3 * 10**6), (10**12, 8_400_000), (10**12, 10**9)]:
+        groups = ix.range_groups(archive_rows, batch_rows)
+        assert sorted(r for g in groups for r in g) == list(range(ix.RANGES))
+        assert all(len(g) == len(groups[0]) for g in groups)
+    assert len(ix.range_groups(ix.RANGED_BAND_ROWS - 1, 10**9)) == 1  # a small archive: one table
+    assert len(ix.range_groups(ix.RANGED_BAND_ROWS, 3 * ix.PROBE_TABLE_ROWS)) == 4
+    assert len(ix.range_groups(ix.RANGED_BAND_ROWS, 10**9)) == ix.RANGES
+
+
+def test_an_index_s_band_rows_by_range_are_all_its_band_rows(spark, appended):
+    # Each range's rows come from its own files (pruned by the directory column), and the
+    # ranges together give every live band row once.
+    from pyspark.sql import functions as F
+    from neardup_spark.archive import index as ix
+
+    _, _, index, _, _ = appended
+    idx = open_index(index, spark)
+    every = idx.bands(spark).toPandas().sort_values(["bucket", "doc_id"], ignore_index=True)
+    parts = []
+    for r in range(ix.RANGES):
+        rows = idx.bands(spark, (r,))
+        assert "PartitionFilters: [isnotnull(bucket_range" in rows._jdf.queryExecution().executedPlan().toString()
+        got = rows.withColumn("_r", ix.bucket_range(F.col("bucket"))).toPandas()
+        assert (got["_r"] == r).all()
+        parts.append(got.drop(columns="_r"))
+    ranged = pd.concat(parts).sort_values(["bucket", "doc_id"], ignore_index=True)
+    assert len(every) > 0 and ranged["bucket"].map(lambda b: (b >> 60) & 15).nunique() == ix.RANGES
+    pd.testing.assert_frame_equal(ranged, every)
+
+
+def test_band_rows_probed_by_range_give_the_same_night(spark, batches, appended, monkeypatch):
+    # An archive treated as large (RANGED_BAND_ROWS = 0) with one-row probe tables is probed
+    # in sixteen groups of ranges: the same joined rows (each archived key met once, in its
+    # range's table), and the same candidates, pairs and assignments as one table.
+    from neardup_spark.archive import index as ix
+    from neardup_spark.archive import nightly
+    from neardup_spark.runtime.runner import Runner
+
+    monkeypatch.setattr(ix, "RANGED_BAND_ROWS", 0)
+    monkeypatch.setattr(ix, "PROBE_TABLE_ROWS", 1)
+    work, rows, paths = batches
+    _, _, built, reports, _ = appended
+    idx = open_index(built, spark)
+    side = nightly._ArchiveSide(spark, idx, Runner(spark), 0, 42)
+    # The archive's own band rows as a batch: every key of every range is met.
+    own = idx.bands(spark).selectExpr("bucket", "doc_id AS _nid")
+    groups = ix.range_groups(side.archive_band_rows, own.count())
+    assert len(groups) == ix.RANGES
+    one = side._probe(own, None).toPandas()
+    ranged = pd.concat([side._probe(own, g).toPandas() for g in groups])
+    key = ["bucket", "_adoc", "_nid"]
+    assert len(one) > 0
+    pd.testing.assert_frame_equal(ranged[key].sort_values(key, ignore_index=True),
+                                  one[key].sort_values(key, ignore_index=True))
+    index = str(work / "index-ranged")
+    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    for k in (1, 2):
+        got = run(spark, _cfg(**{"input.path": paths[k], "index.path": index, "index.append": True,
+                                 "output.path": str(work / f"rout{k}")}))
+        assert got["work"]["band_probe_tables"] == ix.RANGES and reports[k]["work"]["band_probe_tables"] == 1
+        assert got["counts"] == reports[k]["counts"]
+        for table, key in (("clusters", ["doc_id"]), ("pairs", ["doc_a", "doc_b"])):
+            ours = pd.read_parquet(work / f"rout{k}" / table).sort_values(key, ignore_index=True)
+            theirs = pd.read_parquet(work / f"out{k}" / table).sort_values(key, ignore_index=True)
+            pd.testing.assert_frame_equal(ours, theirs)
+
+
 def test_simhash_128_batches_give_the_clusters_of_one_full_run(spark, batches):
     # The index keeps both fingerprint words; appends check them against the archive's.
     work, rows, paths = batches

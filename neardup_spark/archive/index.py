@@ -75,6 +75,33 @@ PARAM_SECTIONS = ("normalise", "boilerplate", "shingle", "minhash", "match", "si
 _CLUSTER_PARAMS = ("linkage",)
 # Below this many rows a frame is broadcast into its join with an archive table.
 BROADCAST_ROWS = 5_000_000
+# Band rows are stored by the bucket key's top RANGE_BITS bits (one directory per range).
+RANGE_BITS = 4
+RANGES = 1 << RANGE_BITS
+# An archive of at least this many band rows (about 2.4M documents at 42 bands) is probed one
+# group of ranges at a time, each group against a table of at most PROBE_TABLE_ROWS batch
+# band rows: every archived row probes a table that stays in the CPU's cache, instead of one
+# of all the batch's keys (hundreds of MB: a memory miss a row). Below it, the extra
+# broadcasts cost more than the probes save.
+RANGED_BAND_ROWS = 100_000_000
+PROBE_TABLE_ROWS = 1_000_000
+
+
+def bucket_range(bucket: F.Column) -> F.Column:
+    """The range (top RANGE_BITS bits) of a bucket key: the directory its band rows are in."""
+    return F.shiftrightunsigned(bucket, 64 - RANGE_BITS).cast("int")
+
+
+def range_groups(archive_rows: int, batch_rows: int) -> list[tuple[int, ...]]:
+    """The groups of ranges a batch's `batch_rows` band rows are probed in, one table each, into
+    an archive of about `archive_rows` band rows: one group (every range) unless the archive
+    is large enough for cache-sized tables to pay (see RANGED_BAND_ROWS)."""
+    groups = 1
+    if archive_rows >= RANGED_BAND_ROWS:
+        while groups < RANGES and batch_rows > groups * PROBE_TABLE_ROWS:
+            groups *= 2
+    size = RANGES // groups
+    return [tuple(range(g * size, (g + 1) * size)) for g in range(groups)]
 
 
 class IndexError_(NeardupError):
@@ -130,9 +157,12 @@ class Index:
     def part_path(self, part: str) -> str:
         return f"{self.path}/parts/{part}"
 
-    def _union(self, spark: SparkSession, table: str) -> DataFrame | None:
-        """The table's rows from every part that has it, with the part's position in PART."""
+    def _union(self, spark: SparkSession, table: str, where=None) -> DataFrame | None:
+        """The table's rows from every part that has it, with the part's position in PART
+        (only those `where(part's rows)` keeps, when given)."""
         read = [(i, read_table(spark, self.store, f"parts/{p}/{table}")) for i, p in enumerate(self.parts)]
+        if where is not None:
+            read = [(i, df if df is None else where(df)) for i, df in read]
         frames = [df.withColumn(PART, F.lit(i)) for i, df in read if df is not None]
         if not frames:
             return None
@@ -166,8 +196,10 @@ class Index:
     def docs(self, spark: SparkSession) -> DataFrame:
         return self._live(spark, self._required(spark, "docs")).drop(PART)
 
-    def bands(self, spark: SparkSession) -> DataFrame:
-        rows = self._union(spark, "bands")
+    def bands(self, spark: SparkSession, ranges: tuple[int, ...] | None = None) -> DataFrame:
+        """(bucket, doc_id) of every live archived band row; with `ranges`, only the rows of
+        those bucket ranges (`bucket_range`): the files of the others are not read."""
+        rows = self._union(spark, "bands", None if ranges is None else lambda df: _in_ranges(df, ranges))
         if rows is None:  # no part has band rows (every document empty or an exact copy)
             return self.docs(spark).select(F.lit(0).cast("long").alias(C.BUCKET), C.DOC_ID).limit(0)
         return self._live(spark, rows).select(C.BUCKET, C.DOC_ID)
@@ -222,6 +254,12 @@ class Index:
 
     def batch_part(self, fingerprint: str) -> str | None:
         return self.manifest.get("batches", {}).get(fingerprint)
+
+
+def _in_ranges(bands: DataFrame, ranges: tuple[int, ...]) -> DataFrame:
+    # A filter on the directory column prunes the other ranges' files.
+    col = F.col(BUCKET_RANGE) if BUCKET_RANGE in bands.columns else bucket_range(F.col(C.BUCKET))
+    return bands.where(col.isin(list(ranges)))
 
 
 def assign_columns(rows: DataFrame) -> list[str]:
@@ -309,7 +347,7 @@ def write_part(part_dir: str, docs: DataFrame | None, bands: DataFrame | None, a
         tables["boilerplate"] = boilerplate.coalesce(1)
     writes = parquet_writes(tables, part_dir, "error")
     if bands is not None:
-        ranged = bands.withColumn(BUCKET_RANGE, F.shiftrightunsigned(F.col(C.BUCKET), 60).cast("int"))
+        ranged = bands.withColumn(BUCKET_RANGE, bucket_range(F.col(C.BUCKET)))
         # No sort by bucket: the writer sorts each task's rows by range, which undid it.
         ranged = ranged.repartition(BUCKET_RANGE)
         writes.append(lambda: ranged.write.mode("error").partitionBy(BUCKET_RANGE).parquet(f"{part_dir}/bands"))

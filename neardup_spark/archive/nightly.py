@@ -35,6 +35,7 @@ re-sketched, re-banded or re-clustered.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from concurrent.futures import wait
 from dataclasses import dataclass
@@ -147,8 +148,9 @@ class Matched:
 class _ArchiveSide:
     """The index as `match`'s extra candidate source and verification side (`pipeline.Archive`)."""
 
-    def __init__(self, spark: SparkSession, idx: ix.Index, run: Runner, batch_rows: int):
+    def __init__(self, spark: SparkSession, idx: ix.Index, run: Runner, batch_rows: int, keys_per_doc: int):
         self.spark, self.idx, self.run, self.batch_rows = spark, idx, run, batch_rows
+        self.archive_band_rows = idx.manifest.get("documents", 0) * keys_per_doc  # at most (copies have none)
 
     def exact(self, hashes: DataFrame) -> DataFrame:
         arch = self.idx.docs(self.spark).where(~F.col(C.IS_EMPTY)).select(F.col(C.DOC_ID).alias(_ADOC), C.EXACT_HASH)
@@ -157,11 +159,24 @@ class _ArchiveSide:
             F.min(_ADOC).alias(_ADOC))
 
     def hits(self, banded: DataFrame, rows: int, limit: int) -> DataFrame:
-        batch = F.broadcast(banded) if rows <= BROADCAST_BAND_ROWS else banded
-        hits = self.idx.bands(self.spark).withColumnRenamed(C.DOC_ID, _ADOC).join(batch, C.BUCKET)
+        if rows <= BROADCAST_BAND_ROWS:
+            groups = ix.range_groups(self.archive_band_rows, rows)
+            # One broadcast table per group of ranges, each joined with its ranges' files only.
+            probes = [self._probe(banded, g if len(groups) > 1 else None) for g in groups]
+            hits = functools.reduce(DataFrame.unionByName, probes)
+        else:
+            groups = []
+            hits = self.idx.bands(self.spark).withColumnRenamed(C.DOC_ID, _ADOC).join(banded, C.BUCKET)
+        self.run.work["band_probe_tables"] = len(groups)
         first = Window.partitionBy(C.NID, C.BUCKET).orderBy(_ADOC)
         return hits.withColumn("_r", F.row_number().over(first)).where(F.col("_r") <= limit).select(
             C.NID, _ADOC).distinct()
+
+    def _probe(self, banded: DataFrame, ranges: tuple[int, ...] | None) -> DataFrame:
+        """The archived band rows (of `ranges` only, if given) joined to the batch's broadcast."""
+        batch = banded if ranges is None else banded.where(ix.bucket_range(F.col(C.BUCKET)).isin(list(ranges)))
+        arch = self.idx.bands(self.spark, ranges).withColumnRenamed(C.DOC_ID, _ADOC)
+        return arch.join(F.broadcast(batch), C.BUCKET)
 
     def sets(self, met: DataFrame, rows: int, columns: list[str]) -> DataFrame:
         # Kept: verification reads the sets twice (both ends of a pair), and an uncut plan
@@ -509,7 +524,8 @@ def _match(spark, plan: Plan, idx: ix.Index, docs: DataFrame, archived: DataFram
     keys = idx.boilerplate_keys(spark) if cfg.boilerplate.enabled else None
     strip = Stripping(keys, cfg.boilerplate.unit) if keys is not None else None
     table, _ = sketched(new, plan, run, strip, digest=True, expected=counts["new_documents"])
-    found = match(table, plan, run, archive=_ArchiveSide(spark, idx, run, counts["new_documents"]))
+    side = _ArchiveSide(spark, idx, run, counts["new_documents"], plan.matcher.keys_per_doc)
+    found = match(table, plan, run, archive=side)
     return Matched(table, found, archived)
 
 
