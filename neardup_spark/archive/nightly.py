@@ -697,7 +697,10 @@ def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, r
     part = ix.new_part_name(version + 1)
     part_dir = idx.part_path(part)
     with run.stage("write"):
-        new_bands = found.banded.join(table.select(C.NID, C.DOC_ID), C.NID).select(C.BUCKET, C.DOC_ID)
+        # The ids broadcast: a join planned from the kept frames' unknown sizes shuffled and
+        # sorted every band row by _nid.
+        ids = _maybe_broadcast(table.select(C.NID, C.DOC_ID), counts["new_documents"])
+        new_bands = found.banded.join(ids, C.NID).select(C.BUCKET, C.DOC_ID)
         ix.write_part(part_dir, table.select(*_doc_columns(plan)), new_bands, assigned,
                       outputs={"clusters": clusters, "pairs": pairs}, parallel=True)
         kill_point("before_manifest")

@@ -33,7 +33,7 @@ from neardup_spark.runtime.runner import KEEP, LOCAL, Runner, drop_checkpoint
 from neardup_spark.stages import boilerplate
 from neardup_spark.stages import containment
 from neardup_spark.stages.banding import representatives
-from neardup_spark.stages.candidates import candidate_pairs, representative_pairs
+from neardup_spark.stages.candidates import representative_pairs
 from neardup_spark.stages.linkage import keeper_stars
 from neardup_spark.stages.components import connected_components
 from neardup_spark.stages.exact import exact_copies, exact_edges, text_digest
@@ -248,7 +248,9 @@ def match(table: DataFrame, plan: Plan, run: Runner, set_bytes: float | None = N
                                  "archived_documents_met")
             across = against.join(met.select(_ADOC, F.col(C.NID).alias(C.DOC_A)), _ADOC).select(
                 C.DOC_A, F.col(C.NID).alias(C.DOC_B))
-            cands = candidate_pairs(banded, m.bucket_limit).unionByName(across)
+            # The batch's own pairs as a full run finds them (grouped keys in local mode), not from
+            # the exploded rows kept for the probe: one row per document and partition to shuffle.
+            cands = representative_pairs(reps, m.bucket_limit, m.keys_per_doc).unionByName(across)
         cands, n_cands = run.counted(cands, "candidate_pairs")
 
     with run.stage("verify"):
