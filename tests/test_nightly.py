@@ -91,9 +91,10 @@ def test_the_distributed_batch_graph_gives_the_driver_s_clusters(spark, batches,
     # numpy on the driver, and BROADCAST_BAND_ROWS = 0 joins the batch's band rows to the
     # archive's by a shuffle (a batch too large to broadcast): the same assignments,
     # keepers included, and the same counts.
-    from neardup_spark.archive import nightly
+    from neardup_spark.archive import nightly, scan
 
     monkeypatch.setattr(nightly, "BROADCAST_BAND_ROWS", 0)
+    monkeypatch.setattr(scan, "range_files", lambda idx: None)  # the band rows joined by Spark
     work, rows, paths = batches
     _, _, _, reports, _ = appended
     index = str(work / "index-spark-graph")
@@ -151,11 +152,12 @@ def test_band_rows_probed_by_range_give_the_same_night(spark, batches, appended,
     # in sixteen groups of ranges: the same joined rows (each archived key met once, in its
     # range's table), and the same candidates, pairs and assignments as one table.
     from neardup_spark.archive import index as ix
-    from neardup_spark.archive import nightly
+    from neardup_spark.archive import nightly, scan
     from neardup_spark.runtime.runner import Runner
 
     monkeypatch.setattr(ix, "RANGED_BAND_ROWS", 0)
     monkeypatch.setattr(ix, "PROBE_TABLE_ROWS", 1)
+    monkeypatch.setattr(scan, "range_files", lambda idx: None)  # Spark's join, as for a Hadoop store
     work, rows, paths = batches
     _, _, built, reports, _ = appended
     idx = open_index(built, spark)
@@ -175,12 +177,83 @@ def test_band_rows_probed_by_range_give_the_same_night(spark, batches, appended,
     for k in (1, 2):
         got = run(spark, _cfg(**{"input.path": paths[k], "index.path": index, "index.append": True,
                                  "output.path": str(work / f"rout{k}")}))
-        assert got["work"]["band_probe_tables"] == ix.RANGES and reports[k]["work"]["band_probe_tables"] == 1
+        assert got["work"]["band_probe_tables"] == ix.RANGES
+        assert reports[k]["work"]["band_probe_scans"] == ix.RANGES and not reports[k]["work"]["band_probe_tables"]
         assert got["counts"] == reports[k]["counts"]
         for table, key in (("clusters", ["doc_id"]), ("pairs", ["doc_a", "doc_b"])):
             ours = pd.read_parquet(work / f"rout{k}" / table).sort_values(key, ignore_index=True)
             theirs = pd.read_parquet(work / f"out{k}" / table).sort_values(key, ignore_index=True)
             pd.testing.assert_frame_equal(ours, theirs)
+
+
+def test_probe_matches_give_every_equal_key_once():
+    # Against brute force: keys repeated on both sides, negative keys, keys sharing low bits.
+    from neardup_spark.kernels.probe import key_set, matches
+
+    rng = np.random.default_rng(7)
+    for size in (0, 1, 50, 5000):
+        keys = rng.integers(-2**63, 2**63 - 1, size, dtype=np.int64)
+        keys = np.concatenate([keys, keys[: size // 5], keys[: size // 7] ^ (1 << 40)])  # repeats, twins
+        values = rng.permutation(keys.size).astype(np.int64)
+        column = np.concatenate([keys[: size // 2], rng.integers(-2**63, 2**63 - 1, 20000, dtype=np.int64),
+                                 keys[: size // 9]])
+        column = rng.permutation(column)
+        ks = key_set(keys, values)
+        rows, at = matches(ks, column)
+        got = sorted(zip(rows.tolist(), ks.values[at].tolist()))
+        of: dict = {}
+        for k, v in zip(keys.tolist(), values.tolist()):
+            of.setdefault(k, []).append(v)
+        want = sorted((i, v) for i, c in enumerate(column.tolist()) for v in of.get(c, []))
+        assert got == want and (ks.keys[at] == column[rows]).all()
+        assert (np.diff(rows) >= 0).all()
+
+
+def test_band_rows_read_from_the_files_are_spark_s_join(spark, batches, appended):
+    # The scan of a local index's band files (`archive.scan`) against Spark's join of the same
+    # rows: every archived row with a batch key, once per batch row of that key.
+    from neardup_spark.archive import index as ix
+    from neardup_spark.archive import nightly, scan
+    from neardup_spark.runtime.runner import Runner
+
+    _, _, built, _, _ = appended
+    idx = open_index(built, spark)
+    files = scan.range_files(idx)
+    assert sorted(files) == list(range(ix.RANGES)) and len(idx.parts) == 3
+    assert {p for fs in files.values() for _, p in fs} == {0, 1, 2}
+    own = idx.bands(spark).selectExpr("bucket", "doc_id AS _nid")
+    # Each key twice in the batch (two rows with it), and keys no archived row has.
+    batch = own.unionByName(own.selectExpr("bucket", "_nid + 1000000 AS _nid")).unionByName(
+        spark.range(500).selectExpr("id * 7919 AS bucket", "-id AS _nid"))
+    id_type = idx.docs(spark).schema["doc_id"].dataType
+    got = idx.live(spark, scan.hits(spark, idx, batch, files, id_type), "_adoc").drop(ix.PART).toPandas()
+    side = nightly._ArchiveSide(spark, idx, Runner(spark), 0, 42)
+    want = side._probe(batch, None).toPandas()
+    key = ["bucket", "_adoc", "_nid"]
+    assert len(want) > 2 * own.count() - 1
+    pd.testing.assert_frame_equal(got[key].sort_values(key, ignore_index=True),
+                                  want[key].sort_values(key, ignore_index=True))
+
+
+def test_string_ids_batches_give_the_clusters_of_one_full_run(spark, tmp_path):
+    # String ids through the scan of the band files (`archive.scan`).
+    rows = pd.read_json(cli.SAMPLE, lines=True)
+    rows["id"] = "s-" + rows["id"].astype(str)
+    paths = oracles.split_into_nights(rows, tmp_path, seed=3)
+    index = str(tmp_path / "index")
+    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    for k in (1, 2):
+        got = run(spark, _cfg(**{"input.path": paths[k], "index.path": index, "index.append": True,
+                                 "output.path": str(tmp_path / f"out{k}")}))
+        assert got["work"]["band_probe_scans"] > 0 and got["counts"]["archived_documents_met"] > 0
+    api.export(spark, index, str(tmp_path / "export"))
+    full_path = tmp_path / "all.jsonl"
+    rows.to_json(full_path, orient="records", lines=True, date_format="iso")
+    run(spark, _cfg(**{"input.path": str(full_path), "output.path": str(tmp_path / "full")}))
+    exported = pd.read_parquet(tmp_path / "export" / "clusters")
+    whole = pd.read_parquet(tmp_path / "full" / "clusters")
+    assert sorted(exported.doc_id) == sorted(rows.id)
+    assert _partition(exported) == _partition(whole)
 
 
 def test_simhash_128_batches_give_the_clusters_of_one_full_run(spark, batches):

@@ -78,9 +78,10 @@ BROADCAST_ROWS = 5_000_000
 # Band rows are stored by the bucket key's top RANGE_BITS bits (one directory per range).
 RANGE_BITS = 4
 RANGES = 1 << RANGE_BITS
-# An archive of at least this many band rows (about 2.4M documents at 42 bands) is probed one
-# group of ranges at a time, each group against a table of at most PROBE_TABLE_ROWS batch
-# band rows: every archived row probes a table that stays in the CPU's cache, instead of one
+# When Spark's join probes the band rows (an index on a Hadoop filesystem; `archive.scan` reads
+# a local one's files), an archive of at least this many band rows (about 2.4M documents at
+# 42 bands) is probed one group of ranges at a time, each group against a table of at most
+# PROBE_TABLE_ROWS batch band rows: every archived row probes a smaller table instead of one
 # of all the batch's keys (hundreds of MB: a memory miss a row). Below it, the extra
 # broadcasts cost more than the probes save. Probing 40M rows here (a table's build included)
 # cost 290-380 ns a row against 7.4M keys, 125-145 against 930k, 90-100 against 465k (its hash
@@ -174,7 +175,7 @@ class Index:
             out = out.unionByName(df, allowMissingColumns=True)
         return out
 
-    def _live(self, spark: SparkSession, rows: DataFrame, id_col: str = C.DOC_ID) -> DataFrame:
+    def live(self, spark: SparkSession, rows: DataFrame, id_col: str = C.DOC_ID) -> DataFrame:
         """rows(PART, id_col) without those of documents replaced in a later part."""
         removed = self._union(spark, "removed")
         if removed is None:
@@ -197,7 +198,7 @@ class Index:
         return rows
 
     def docs(self, spark: SparkSession) -> DataFrame:
-        return self._live(spark, self._required(spark, "docs")).drop(PART)
+        return self.live(spark, self._required(spark, "docs")).drop(PART)
 
     def bands(self, spark: SparkSession, ranges: tuple[int, ...] | None = None) -> DataFrame:
         """(bucket, doc_id) of every live archived band row; with `ranges`, only the rows of
@@ -205,14 +206,14 @@ class Index:
         rows = self._union(spark, "bands", None if ranges is None else lambda df: _in_ranges(df, ranges))
         if rows is None:  # no part has band rows (every document empty or an exact copy)
             return self.docs(spark).select(F.lit(0).cast("long").alias(C.BUCKET), C.DOC_ID).limit(0)
-        return self._live(spark, rows).select(C.BUCKET, C.DOC_ID)
+        return self.live(spark, rows).select(C.BUCKET, C.DOC_ID)
 
     def pairs(self, spark: SparkSession) -> DataFrame | None:
         """Every stored verified pair (doc_a, doc_b, ...) whose two documents still have the text it was found on."""
         rows = self._union(spark, "output/pairs")
         if rows is None:
             return None
-        return self._live(spark, self._live(spark, rows, C.DOC_A), C.DOC_B).drop(PART)
+        return self.live(spark, self.live(spark, rows, C.DOC_A), C.DOC_B).drop(PART)
 
     def with_part(self, part: str) -> "Index":
         """This index as if `part` (written, not yet committed) were its newest part."""

@@ -29,7 +29,10 @@
 
 Work and shuffles grow with the batch: the archive is read as columns
 (ids, digests, band rows, the shingle sets of the candidates), never
-re-sketched, re-banded or re-clustered.
+re-sketched, re-banded or re-clustered. The archive's band rows of an index
+on a local or mounted filesystem are read by the tasks themselves (`scan`:
+pyarrow and numpy, only the matched rows handed to Spark); those of an index
+on a Hadoop filesystem by Spark's join.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from neardup_spark import columns as C
 from neardup_spark.archive import index as ix
-from neardup_spark.archive import stars
+from neardup_spark.archive import scan, stars
 from neardup_spark.config import Config, KeeperConfig, require_io_paths, to_dict
 from neardup_spark.errors import InputError, NeardupError
 from neardup_spark.plan import Plan
@@ -159,13 +162,19 @@ class _ArchiveSide:
             F.min(_ADOC).alias(_ADOC))
 
     def hits(self, banded: DataFrame, rows: int, limit: int) -> DataFrame:
-        if rows <= BROADCAST_BAND_ROWS:
+        files = scan.range_files(self.idx)
+        groups: list = []
+        if files is not None:  # a local index: its band files read by the tasks themselves
+            id_type = self.idx.docs(self.spark).schema[C.DOC_ID].dataType
+            found = scan.hits(self.spark, self.idx, banded, files, id_type)
+            hits = self.idx.live(self.spark, found, _ADOC).drop(ix.PART)
+            self.run.work["band_probe_scans"] = len(files)
+        elif rows <= BROADCAST_BAND_ROWS:
             groups = ix.range_groups(self.archive_band_rows, rows)
             # One broadcast table per group of ranges, each joined with its ranges' files only.
             probes = [self._probe(banded, g if len(groups) > 1 else None) for g in groups]
             hits = functools.reduce(DataFrame.unionByName, probes)
         else:
-            groups = []
             hits = self.idx.bands(self.spark).withColumnRenamed(C.DOC_ID, _ADOC).join(banded, C.BUCKET)
         self.run.work["band_probe_tables"] = len(groups)
         first = Window.partitionBy(C.NID, C.BUCKET).orderBy(_ADOC)
