@@ -170,6 +170,7 @@ def test_generate_in_shards(tmp_path, capsys):
     assert "cannot make 3 shards" in capsys.readouterr().err
 
 
+@pytest.mark.process
 def test_spark_submit_on_a_local_cluster(tmp_path):
     """Separate executor JVMs and Python workers: closures and UDFs must serialise."""
     spark_submit = Path(sys.executable).parent / "spark-submit"
@@ -229,6 +230,7 @@ def test_json_prints_the_report_json(spark, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out) == json.loads((out / "report.json").read_text())
 
 
+@pytest.mark.process
 def test_library_call_under_spark_connect(spark, tmp_path):
     """Databricks serverless and shared clusters run Spark Connect: no sparkContext, no RDDs."""
     pytest.importorskip("grpc", reason="Spark Connect client needs grpcio (test extra 'connect')")
@@ -336,6 +338,7 @@ def test_a_backend_that_cannot_run_is_refused_before_work(spark, tmp_path, capsy
     assert not (tmp_path / "o" / "clusters").exists()
 
 
+@pytest.mark.process
 def test_run_and_nightly_batches_under_spark_connect(spark, tmp_path):
     """run(), and a nightly build, two appends and an export, through a local Connect server:
     the clusters of a classic session."""
@@ -365,6 +368,7 @@ def test_run_and_nightly_batches_under_spark_connect(spark, tmp_path):
     assert json.loads((tmp_path / "full" / "report.json").read_text())["counts"]["documents"] == 1000
 
 
+@pytest.mark.process
 def test_the_cli_runs_through_spark_connect(tmp_path):
     """--remote (or SPARK_REMOTE): here "local[2]", a Connect server in the command's own process."""
     pytest.importorskip("grpc", reason="Spark Connect client needs grpcio (test extra 'connect')")

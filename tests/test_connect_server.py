@@ -20,6 +20,8 @@ from neardup_spark.api import run
 
 from . import oracles
 
+pytestmark = pytest.mark.process  # every test here starts Spark in processes of its own
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = str(cli.SAMPLE)
 

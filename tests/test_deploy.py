@@ -15,6 +15,8 @@ from neardup_spark import cli
 
 from .cluster import can_make_private_mounts, standalone_cluster
 
+pytestmark = pytest.mark.process  # every test here starts Spark in processes of its own
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = str(cli.SAMPLE)
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"

@@ -131,6 +131,7 @@ def test_a_compaction_that_loses_to_an_append_changes_nothing(spark, nights, two
     _assert_index_is_a_full_run(spark, index, rows, tmp_path)
 
 
+@pytest.mark.process
 def test_a_compaction_killed_before_its_commit_leaves_the_index_as_it_was(spark, two_nights, tmp_path):
     index = two_nights
     before = open_index(index).manifest

@@ -406,6 +406,7 @@ def _at(path: Path, where: str) -> str:
 
 @pytest.mark.parametrize("stage,where", [("after_match", "path"), ("before_manifest", "path"),
                                          ("before_manifest", "uri")])
+@pytest.mark.process
 def test_a_run_killed_between_stages_leaves_a_readable_index(spark, batches, tmp_path, stage, where):
     work, rows, paths = batches
     index = _at(tmp_path / "index", where)
@@ -528,6 +529,7 @@ def test_a_replayed_half_and_a_new_half_list_each_document_once(spark, tmp_path)
 
 @pytest.mark.parametrize("stage,where", [("after_manifest", "path"), ("publishing", "path"),
                                          ("after_version", "uri"), ("publishing", "uri")])
+@pytest.mark.process
 def test_a_batch_killed_after_its_commit_is_repaired_by_its_rerun(spark, batches, tmp_path, stage, where):
     """The index says the batch landed: its re-run (no --overwrite) re-emits the output whole."""
     work, rows, paths = batches
@@ -556,6 +558,7 @@ def test_a_batch_killed_after_its_commit_is_repaired_by_its_rerun(spark, batches
     assert other.returncode == 2 and "already exists" in other.stderr
 
 
+@pytest.mark.process
 def test_two_appends_at_once_one_lands_one_refuses(spark, batches, tmp_path):
     """Two nightly jobs on one index (a file:// URI): the first holds just before its commit
     while the second lands; the first then refuses with nothing changed, and its re-run lands."""
@@ -593,6 +596,7 @@ def test_two_appends_at_once_one_lands_one_refuses(spark, batches, tmp_path):
     assert sorted(exported.doc_id) == sorted(pd.concat([pd.read_json(p, lines=True) for p in paths]).id)
 
 
+@pytest.mark.process
 def test_a_run_killed_while_publishing_leaves_whole_tables(tmp_path):
     out = tmp_path / "out"
     argv = ["run", "--input", str(cli.SAMPLE), "--format", "jsonl", "--output", str(out), "--quiet", *SPARK]

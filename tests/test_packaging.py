@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.process  # every test here starts Spark in processes of its own
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

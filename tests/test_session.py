@@ -98,6 +98,7 @@ def test_stale_half_made_and_unused_archives_are_removed(fake_java, tmp_path):
     assert ours.exists() and ours.stat().st_mtime > 0
 
 
+@pytest.mark.process
 @pytest.mark.skipif(session._java_release() is None, reason="needs Java 13+ with a release file")
 def test_cli_makes_the_archive_then_uses_it(tmp_path):
     # Two real `neardup run` processes, each starting its own JVM: the first

@@ -160,6 +160,7 @@ def test_settings_spark_submit_reads_are_not_overridden(monkeypatch, tmp_path):
     assert sizing.DRIVER_MEMORY not in sizing.local_settings("local[2]", {}, None, heap=False)
 
 
+@pytest.mark.process
 def test_a_run_without_config_sizes_itself_and_says_so(tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "NEARDUP_LOG_DIR": str(tmp_path / "logs")}
