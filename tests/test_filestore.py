@@ -12,6 +12,8 @@ from neardup_spark.api import run
 
 from .commit_race import race
 
+pytestmark = pytest.mark.compat  # also run on CI's pyspark 3.5 leg
+
 ROUNDS = 150
 COMMITTERS = 3
 
@@ -48,7 +50,8 @@ def test_stores_read_and_write_the_same_layout(spark, tmp_path):
 
 
 def test_a_nightly_sequence_with_the_index_at_a_uri(spark, tmp_path):
-    """Build, two appends and an export with the index at file://...: the Hadoop code path."""
+    """Build, two appends, compaction, vacuum and an export with the index at file://...: the
+    Hadoop code path."""
     rows = pd.read_json(cli.SAMPLE, lines=True)
     paths = []
     for k in range(3):
@@ -62,10 +65,18 @@ def test_a_nightly_sequence_with_the_index_at_a_uri(spark, tmp_path):
     for k in (1, 2):
         run(spark, cfg.with_overrides({"input.path": paths[k], "index.path": uri, "index.append": True,
                                        "output.path": str(tmp_path / f"o{k}")}))
+    done = api.compact_index(spark, uri)
+    assert len(done.parts_replaced) == 3 and done.version == 4
+    gone = api.vacuum_index(spark, uri, retain_days=0)
+    manifest = ix.open_index(uri, spark).manifest
+    left = {p.name: sorted(q.name for q in p.iterdir()) for p in (tmp_path / "index" / "parts").iterdir()}
+    nights = set(manifest["batches"].values())  # the build's part went; the nights' keep their output only
+    assert gone.removed and sorted(gone.trimmed) == sorted(nights)
+    assert set(left) == {manifest["parts"][0], *nights} and all(left[n] == ["output"] for n in nights)
     api.export(spark, uri, str(tmp_path / "export"))
     run(spark, cfg.with_overrides({"input.path": str(cli.SAMPLE), "output.path": str(tmp_path / "full")}))
     exported = pd.read_parquet(tmp_path / "export" / "clusters")
     full = pd.read_parquet(tmp_path / "full" / "clusters")
     part = lambda f: sorted(sorted(ids) for ids in f.groupby("cluster_id").doc_id.apply(list))  # noqa: E731
     assert sorted(exported.doc_id) == sorted(rows.id) and part(exported) == part(full)
-    assert ix.open_index(str(tmp_path / "index")).manifest["version"] == 3
+    assert ix.open_index(str(tmp_path / "index")).manifest["version"] == 4
