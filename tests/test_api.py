@@ -9,6 +9,8 @@ from neardup_spark.api import options
 from neardup_spark.kernels.lsh import lsh_params
 from neardup_spark.plan import NO_BUCKET_LIMIT, resolve
 
+pytestmark = pytest.mark.compat  # also run on CI's pyspark 3.5 leg
+
 
 def test_keywords_set_the_keys_they_name():
     cfg = options(id_col="url", text_col="body", threshold=0.5, keep="earliest")

@@ -51,6 +51,7 @@ def test_twenty_random_graphs_match_union_find_and_networkx(spark, where):
         )
 
 
+@pytest.mark.compat
 def test_long_path_converges(spark):
     # A path numbered in a scrambled order is the slow case for label propagation.
     n = 3000
@@ -61,6 +62,7 @@ def test_long_path_converges(spark):
     assert set(labels.values()) == {0} and len(labels) == n
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("limit", [0, 10])
 def test_string_ids(spark, limit):
     labels = run(spark, [("b", "c"), ("c", "d"), ("x", "y")], schema="doc_a string, doc_b string",
@@ -91,6 +93,7 @@ def test_driver_components_on_scrambled_paths_and_random_graphs():
         assert dict(zip(nodes.tolist(), labels.tolist())) == union_find_labels(edges)
 
 
+@pytest.mark.compat
 def test_iteration_limit_is_an_error(spark):
     from neardup_spark.errors import ConvergenceError
 
@@ -98,6 +101,7 @@ def test_iteration_limit_is_an_error(spark):
         run(spark, [(i, i + 1) for i in range(200)], **{"cluster.max_iterations": 1})
 
 
+@pytest.mark.compat
 def test_graphframes_without_its_jar_is_a_clear_error(spark, has_graphframes):
     if has_graphframes:
         pytest.skip("GraphFrames is installed here")
@@ -105,6 +109,7 @@ def test_graphframes_without_its_jar_is_a_clear_error(spark, has_graphframes):
         run(spark, [(1, 2)], **{"cluster.backend": "graphframes"})
 
 
+@pytest.mark.compat
 @pytest.mark.graphframes
 def test_graphframes_gives_identical_clusters(spark, has_graphframes):
     if not has_graphframes:
@@ -114,6 +119,7 @@ def test_graphframes_gives_identical_clusters(spark, has_graphframes):
         assert run(spark, edges, **{"cluster.backend": "graphframes"}) == run(spark, edges)
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("limit", [0, 10])
 def test_a_graph_without_edges_has_no_components(spark, limit):
     assert run(spark, [], **{"cluster.driver_max_edges": limit}) == {}

@@ -14,6 +14,8 @@ import pytest
 
 from neardup_spark import cli
 
+pytestmark = pytest.mark.compat  # also run on CI's pyspark 3.5 leg
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = Path(cli.SAMPLE)
 

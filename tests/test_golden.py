@@ -22,6 +22,8 @@ from neardup_spark import api
 from neardup_spark.tools import corpus
 from neardup_spark.api import run
 
+pytestmark = pytest.mark.compat  # also run on CI's pyspark 3.5 leg
+
 GOLDEN = Path(__file__).parent / "golden" / "outputs.json"
 UPDATE = os.environ.get("NEARDUP_UPDATE_GOLDEN") == "1"
 

@@ -67,6 +67,7 @@ def appended(spark, batches):
     return work, rows, index, reports, full
 
 
+@pytest.mark.compat
 def test_batches_give_the_clusters_of_one_full_run(appended):
     work, rows, index, reports, full = appended
     exported = pd.read_parquet(work / "export" / "clusters")
@@ -126,6 +127,7 @@ def test_range_groups_cover_every_range_once():
     assert len(ix.range_groups(ix.RANGED_BAND_ROWS, 10**9)) == ix.RANGES
 
 
+@pytest.mark.compat
 def test_an_index_s_band_rows_by_range_are_all_its_band_rows(spark, appended):
     # Each range's rows come from its own files (pruned by the directory column), and the
     # ranges together give every live band row once.
@@ -147,6 +149,7 @@ def test_an_index_s_band_rows_by_range_are_all_its_band_rows(spark, appended):
     pd.testing.assert_frame_equal(ranged, every)
 
 
+@pytest.mark.compat
 def test_band_rows_probed_by_range_give_the_same_night(spark, batches, appended, monkeypatch):
     # An archive treated as large (RANGED_BAND_ROWS = 0) with one-row probe tables is probed
     # in sixteen groups of ranges: the same joined rows (each archived key met once, in its
@@ -186,6 +189,7 @@ def test_band_rows_probed_by_range_give_the_same_night(spark, batches, appended,
             pd.testing.assert_frame_equal(ours, theirs)
 
 
+@pytest.mark.compat
 def test_probe_matches_give_every_equal_key_once():
     # Against brute force: keys repeated on both sides, negative keys, keys sharing low bits.
     from neardup_spark.kernels.probe import key_set, matches
@@ -209,6 +213,7 @@ def test_probe_matches_give_every_equal_key_once():
         assert (np.diff(rows) >= 0).all()
 
 
+@pytest.mark.compat
 def test_band_rows_read_from_the_files_are_spark_s_join(spark, batches, appended):
     # The scan of a local index's band files (`archive.scan`) against Spark's join of the same
     # rows: every archived row with a batch key, once per batch row of that key.
@@ -276,6 +281,7 @@ def test_simhash_128_batches_give_the_clusters_of_one_full_run(spark, batches):
                                                           "index.append": True, "output.path": str(work / "sbad")}))
 
 
+@pytest.mark.compat
 def test_rerunning_a_batch_changes_nothing_and_repeats_its_output(spark, appended, monkeypatch):
     work, rows, index, reports, full = appended
     before = open_index(index).manifest
@@ -296,6 +302,7 @@ def test_rerunning_a_batch_changes_nothing_and_repeats_its_output(spark, appende
             assert first.sort_values(key).reset_index(drop=True).equals(other.sort_values(key).reset_index(drop=True))
 
 
+@pytest.mark.compat
 def test_copied_tables_read_back_the_same_and_respect_the_output_mode(spark, tmp_path):
     src, dst = tmp_path / "src", tmp_path / "dst"
     rows = spark.range(0, 1000, 1, 3).selectExpr("id", "cast(id * 7 as string) as name")
@@ -310,6 +317,7 @@ def test_copied_tables_read_back_the_same_and_respect_the_output_mode(spark, tmp
     assert sorted(r.id for r in spark.read.parquet(str(dst / "t")).collect()) == [0, 1, 2, 3, 4]
 
 
+@pytest.mark.compat
 def test_a_batch_of_known_documents_inserts_nothing(spark, appended):
     work, rows, index, reports, full = appended
     before = open_index(index).manifest["documents"]
@@ -348,6 +356,7 @@ def test_a_batch_that_adds_no_band_rows_leaves_an_index_the_next_batch_reads(spa
     assert open_index(index).manifest["version"] == 3
 
 
+@pytest.mark.compat
 def test_changed_text_under_an_archived_id_is_refused(spark, appended):
     work, rows, index, reports, full = appended
     before = open_index(index).manifest
@@ -404,8 +413,7 @@ def _at(path: Path, where: str) -> str:
     return f"file://{path}" if where == "uri" else str(path)
 
 
-@pytest.mark.parametrize("stage,where", [("after_match", "path"), ("before_manifest", "path"),
-                                         ("before_manifest", "uri")])
+@pytest.mark.parametrize("stage,where", [("after_match", "path"), ("before_manifest", "uri")])
 @pytest.mark.process
 def test_a_run_killed_between_stages_leaves_a_readable_index(spark, batches, tmp_path, stage, where):
     work, rows, paths = batches

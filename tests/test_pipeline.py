@@ -35,6 +35,7 @@ def result(raw):
     res.unpersist()
 
 
+@pytest.mark.compat
 def test_pairs_match_brute_force_jaccard_up_to_the_s_curve(rows, result):
     cfg = Config()
     want = oracles.jaccard_pairs(rows, cfg.verify.threshold)
@@ -57,6 +58,7 @@ def test_pairs_match_brute_force_jaccard_up_to_the_s_curve(rows, result):
     assert len(want) > 300  # the corpus really has pairs to find
 
 
+@pytest.mark.compat
 def test_cached_frames_stay_deserialized_in_memory(result):
     # PySpark's StorageLevel.MEMORY_AND_DISK is the serialized level: every later read
     # of the sketch table would deserialize its cached batches again.
@@ -70,6 +72,7 @@ def test_cached_frames_stay_deserialized_in_memory(result):
         assert level.useMemory and level.useDisk and level.deserialized, level
 
 
+@pytest.mark.compat
 def test_every_document_exactly_once_and_clusters_match_union_find(rows, result):
     clusters = result.clusters.collect()
     ids = [r[C.DOC_ID] for r in clusters]
@@ -86,6 +89,7 @@ def test_every_document_exactly_once_and_clusters_match_union_find(rows, result)
     assert all(keepers[r[C.CLUSTER_ID]] == r[C.KEEPER_ID] for r in clusters)
 
 
+@pytest.mark.compat
 def test_labels_are_recovered(rows, result):
     truth = corpus.label_pairs(rows)
     labels = {r[C.DOC_ID]: r[C.CLUSTER_ID] for r in result.clusters.collect()}
@@ -95,6 +99,7 @@ def test_labels_are_recovered(rows, result):
     assert recall >= 0.99 and precision >= 0.999, (recall, precision)
 
 
+@pytest.mark.compat
 def test_deduplicated_holds_the_keepers_original_rows(rows, result):
     out = result.deduplicated.collect()
     keepers = {r[C.DOC_ID] for r in result.clusters.collect() if r[C.IS_KEEPER]}
@@ -103,6 +108,7 @@ def test_deduplicated_holds_the_keepers_original_rows(rows, result):
     assert all(r["text"] == by_id[r["id"]]["text"] and r["group"] == by_id[r["id"]]["group"] for r in out)
 
 
+@pytest.mark.compat
 def test_report_counts_add_up(rows, result):
     counts = result.report["counts"]
     assert counts["documents"] == len(rows)
@@ -139,6 +145,7 @@ def test_same_clusters_and_pairs_at_1_3_and_8_partitions_with_star_buckets(spark
     assert runs[0] == runs[1] == runs[2]
 
 
+@pytest.mark.compat
 def test_clashing_internal_ids_take_the_next_salt(spark, rows, monkeypatch):
     from neardup_spark.stages import read
 
@@ -153,6 +160,7 @@ def test_clashing_internal_ids_take_the_next_salt(spark, rows, monkeypatch):
     assert read.check_documents(docs) == (50, 0)
 
 
+@pytest.mark.compat
 def test_string_ids_and_awkward_documents(spark):
     long_doc = " ".join(f"word{i % 5000}" for i in range(1_700_000))  # ~13 MB
     docs = [
@@ -179,6 +187,7 @@ def test_string_ids_and_awkward_documents(spark):
     res.unpersist()
 
 
+@pytest.mark.compat
 def test_invalid_utf8_bytes_are_processed(spark):
     raw = spark.createDataFrame([(1, "x"), (2, "x")], "id long, text string").select(
         "id", F.concat(F.lit("café "), F.unhex(F.lit("C3FF")).cast("string"), F.lit(" au lait et du pain")).alias("text")
@@ -188,6 +197,7 @@ def test_invalid_utf8_bytes_are_processed(spark):
     res.unpersist()
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize(
     "rows_, schema, cfg, message",
     [
@@ -207,6 +217,7 @@ def test_bad_input_is_a_one_line_error(spark, rows_, schema, cfg, message):
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.compat
 @pytest.mark.graphframes
 def test_graphframes_backend_gives_identical_clusters(spark, rows, has_graphframes):
     if not has_graphframes:
@@ -218,6 +229,7 @@ def test_graphframes_backend_gives_identical_clusters(spark, rows, has_graphfram
     assert ours == theirs
 
 
+@pytest.mark.compat
 def test_earliest_compares_instants_not_strings(spark):
     text = "the same wire story about the harbour strike arrived from several sites this morning"
     raw = spark.createDataFrame(
@@ -233,6 +245,7 @@ def test_earliest_compares_instants_not_strings(spark):
     res.unpersist()
 
 
+@pytest.mark.compat
 def test_unreadable_path_is_an_input_error(spark, tmp_path):
     from neardup_spark.stages.read import read_input
 
@@ -252,6 +265,7 @@ def _read_jsonl(spark, path: str):
     return read_input(spark, Config().with_overrides({"input.path": path, "input.format": "jsonl"}))
 
 
+@pytest.mark.compat
 def test_malformed_json_lines_are_a_one_line_error(spark, tmp_path):
     good = [b'{"id": "d%d", "text": "the harbour strike story number %d"}' % (i, i) for i in range(4)]
     path = _jsonl(tmp_path / "in.jsonl", [*good[:2], b'{"id": "d9", "text": "cut off', *good[2:]])
@@ -262,6 +276,7 @@ def test_malformed_json_lines_are_a_one_line_error(spark, tmp_path):
     assert "\n" not in message
 
 
+@pytest.mark.compat
 def test_a_stray_text_file_in_a_jsonl_directory_is_named(spark, tmp_path):
     # Spark reads every file of a directory but _* and .* ones; a README is not data.
     (tmp_path / "in").mkdir()
@@ -271,6 +286,7 @@ def test_a_stray_text_file_in_a_jsonl_directory_is_named(spark, tmp_path):
         deduplicate(_read_jsonl(spark, str(tmp_path / "in")), Config())
 
 
+@pytest.mark.compat
 def test_json_lines_with_bytes_that_are_not_utf8_are_kept(spark, tmp_path):
     path = _jsonl(tmp_path / "in.jsonl", [b'{"id": "d1", "text": "caf\xe9 story about the strike"}',
                                           b'{"id": "d2", "text": "another story"}'])
@@ -279,6 +295,7 @@ def test_json_lines_with_bytes_that_are_not_utf8_are_kept(spark, tmp_path):
     res.unpersist()
 
 
+@pytest.mark.compat
 def test_an_input_with_no_rows_gives_empty_results(spark):
     raw = spark.createDataFrame([], "id string, text string, source string")
     res = deduplicate(raw, Config().with_overrides({"input.metadata_cols": "source"}))
@@ -288,6 +305,7 @@ def test_an_input_with_no_rows_gives_empty_results(spark):
     res.unpersist()
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize(
     ("lines", "message"),
     [

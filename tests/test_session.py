@@ -13,6 +13,8 @@ from neardup_spark import cli
 from neardup_spark.runtime import session
 from neardup_spark.config import SparkConfig
 
+pytestmark = pytest.mark.compat  # also run on CI's pyspark 3.5 leg
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

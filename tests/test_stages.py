@@ -17,6 +17,8 @@ from neardup_spark.stages.sketch import sketch
 from neardup_spark.stages.verify import PARTITION_SET_BYTES, intersected, partitions, verify
 from neardup_spark.stages.write import keeper_rows
 
+pytestmark = pytest.mark.compat  # also run on CI's pyspark 3.5 leg
+
 
 def cfg(**overrides):
     return Config().with_overrides(overrides)

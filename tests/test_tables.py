@@ -65,6 +65,7 @@ def test_config_refuses_a_bad_name_and_a_format_without_a_table():
 # -- Spark's built-in catalog ---------------------------------------------------------------------------------
 
 
+@pytest.mark.compat
 def test_a_run_writes_the_parquet_outputs_rows_as_tables(spark, files_run, tmp_path):
     out = tmp_path / "run"
     report = api.run(spark, _cfg(**{"output.path": str(out), "output.table": "default.nd_run"}))
@@ -82,6 +83,7 @@ def test_a_run_writes_the_parquet_outputs_rows_as_tables(spark, files_run, tmp_p
     assert "<html" in api.review_page(spark, str(out)).lower()
 
 
+@pytest.mark.compat
 def test_existing_tables_are_refused_before_any_work_unless_overwrite(spark, files_run, tmp_path):
     spark.range(3).write.saveAsTable("default.nd_taken_pairs")
     cfg = _cfg(**{"output.path": str(tmp_path / "a"), "output.table": "nd_taken"})
@@ -93,6 +95,7 @@ def test_existing_tables_are_refused_before_any_work_unless_overwrite(spark, fil
     _same(spark, "nd_taken_pairs", files_run / "pairs", KEYS["pairs"])
 
 
+@pytest.mark.compat
 def test_a_missing_namespace_and_an_absent_format_are_one_line_errors(spark, tmp_path):
     with pytest.raises(NeardupError, match="namespace 'no_such_db' does not exist"):
         api.run(spark, _cfg(**{"output.path": str(tmp_path / "a"), "output.table": "no_such_db.nd"}))
@@ -102,6 +105,7 @@ def test_a_missing_namespace_and_an_absent_format_are_one_line_errors(spark, tmp
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
+@pytest.mark.compat
 def test_an_explicit_format_is_the_tables_format(spark, files_run, tmp_path):
     api.run(spark, _cfg(**{"output.path": str(tmp_path / "o"), "output.table": "nd_orc", "output.table_format": "orc"}))
     detail = {r.col_name: r.data_type for r in spark.sql("DESCRIBE TABLE EXTENDED nd_orc_clusters").collect()}
@@ -109,6 +113,7 @@ def test_an_explicit_format_is_the_tables_format(spark, files_run, tmp_path):
     _same(spark, "nd_orc_clusters", files_run / "clusters", KEYS["clusters"])
 
 
+@pytest.mark.compat
 def test_the_cli_refuses_a_catalog_that_forgets_its_tables(spark, tmp_path, capsys):
     assert forgets_tables(spark, "default.nd")  # the tests' session: in-memory
     rc = cli.main(["run", "--input", str(cli.SAMPLE), "--format", "jsonl", "--output", str(tmp_path / "o"),
@@ -138,7 +143,7 @@ def _nightly(spark, work: Path, paths: list[str], prefix: str) -> tuple[str, lis
     return index, reports
 
 
-@pytest.mark.parametrize("catalog", ["builtin", "iceberg"])
+@pytest.mark.parametrize("catalog", ["builtin", pytest.param("iceberg", marks=pytest.mark.compat)])
 def test_nightly_tables_hold_what_the_files_hold(spark, nights, catalog):
     """Build, two appends and an export into tables: each table has the rows of the same
     night written as files, and a replayed night rewrites its tables unchanged."""
@@ -190,6 +195,7 @@ def test_a_new_night_refuses_last_nights_tables(spark, nights, tmp_path):
     assert not (tmp_path / "o2").exists()
 
 
+@pytest.mark.compat
 def test_export_takes_a_directory_or_a_table(spark, nights, tmp_path, capsys):
     work, paths = nights
     index = str(tmp_path / "index")
