@@ -186,6 +186,10 @@ class IndexConfig:
     # A batch document whose id is archived with other text: an error, or (True) the new
     # text replaces the old one, whose cluster is re-clustered without it.
     replace: bool = False
+    # How a night reads the archived band rows that share a key with the batch: "auto" (an
+    # index on a local or mounted filesystem: the tasks read its band files; at a URI:
+    # Spark's join), "scan" (the tasks, or an error before any work), "join" (Spark's join).
+    band_probe: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -351,6 +355,7 @@ def _one_of(value: str, choices: tuple[str, ...], where: str) -> None:
 
 
 JIT_MODES = ("auto", "c1", "default")
+BAND_PROBES = ("auto", "scan", "join")
 
 
 def validate(cfg: Config) -> None:
@@ -426,6 +431,7 @@ def validate(cfg: Config) -> None:
     _check(not cfg.output.table_format or bool(cfg.output.table),
            "output.table_format is the format of output.table's tables: set output.table (--output-table) too")
     _check(cfg.spark.shuffle_partitions >= 0, "spark.shuffle_partitions must be >= 0")
+    _one_of(cfg.index.band_probe, BAND_PROBES, "index.band_probe")
     _check(not cfg.index.append or bool(cfg.index.path), "index.append needs index.path (--index)")
     _check(not cfg.index.append or cfg.match.mode == "jaccard",
            "the archive index supports match.mode = 'jaccard' only (containment batches: run them whole)")

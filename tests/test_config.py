@@ -41,6 +41,7 @@ def test_overrides_win_and_are_validated():
         ({"cluster": {"backend": "networkx"}}, "cluster.backend must be one of"),
         ({"input": {"format": "csv"}}, "input.format must be one of"),
         ({"output": {"mode": "append"}}, "output.mode must be one of"),
+        ({"index": {"band_probe": "broadcast"}}, "index.band_probe must be one of"),
         ({"minhash": {"num_perm": True}}, "must be an integer"),
         ({"simhash": {"bits": 96}}, "simhash.bits must be 64 or 128"),
         ({"simhash": {"weighting": "idf"}}, "simhash.weighting must be one of"),

@@ -62,6 +62,11 @@ def test_a_nightly_sequence_with_the_index_at_a_uri(spark, tmp_path):
     cfg = Config().with_overrides({"input.format": "jsonl", "output.mode": "overwrite"})
     api.build_index(spark, cfg.with_overrides({"input.path": paths[0], "index.path": uri}))
     assert isinstance(ix.open_index(uri, spark).store, HadoopStore)
+    scan = {"input.path": paths[1], "index.path": uri, "index.append": True, "index.band_probe": "scan",
+            "output.path": str(tmp_path / "o1")}
+    with pytest.raises(ix.IndexError_, match="index.band_probe = 'scan' reads the band files"):
+        run(spark, cfg.with_overrides(scan))  # pyarrow would have neither the Hadoop conf nor credentials
+    assert not (tmp_path / "o1").exists()
     for k in (1, 2):
         run(spark, cfg.with_overrides({"input.path": paths[k], "index.path": uri, "index.append": True,
                                        "output.path": str(tmp_path / f"o{k}")}))

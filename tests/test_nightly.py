@@ -92,21 +92,21 @@ def test_the_distributed_batch_graph_gives_the_driver_s_clusters(spark, batches,
     # numpy on the driver, and BROADCAST_BAND_ROWS = 0 joins the batch's band rows to the
     # archive's by a shuffle (a batch too large to broadcast): the same assignments,
     # keepers included, and the same counts.
-    from neardup_spark.archive import nightly, scan
+    from neardup_spark.archive import nightly
 
     monkeypatch.setattr(nightly, "BROADCAST_BAND_ROWS", 0)
-    monkeypatch.setattr(scan, "range_files", lambda idx: None)  # the band rows joined by Spark
     work, rows, paths = batches
     _, _, _, reports, _ = appended
     index = str(work / "index-spark-graph")
-    spread = {"cluster.driver_max_edges": 0}
+    spread = {"cluster.driver_max_edges": 0, "index.band_probe": "join"}  # the band rows joined by Spark
     api.build_index(spark, _cfg(**spread, **{"input.path": paths[0], "index.path": index}))
     mine = []
     for k in (1, 2):
         mine.append(run(spark, _cfg(**spread, **{"input.path": paths[k], "index.path": index, "index.append": True,
                                                  "output.path": str(work / f"gout{k}")})))
         assert not mine[-1]["work"].get("components_on_driver")
-    assert all(r["work"]["components_on_driver"] == 1 for r in reports[1:])
+        assert "band_probe_scans" not in mine[-1]["work"]
+    assert all(r["work"]["components_on_driver"] == 1 and r["work"]["band_probe_scans"] for r in reports[1:])
     for k, got in zip((1, 2), mine):
         assert got["counts"] == reports[k]["counts"]
         cols = ["doc_id", "cluster_id", "is_keeper", "keeper_id", "status", "in_batch"]

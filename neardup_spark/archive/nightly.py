@@ -151,8 +151,10 @@ class Matched:
 class _ArchiveSide:
     """The index as `match`'s extra candidate source and verification side (`pipeline.Archive`)."""
 
-    def __init__(self, spark: SparkSession, idx: ix.Index, run: Runner, batch_rows: int, keys_per_doc: int):
+    def __init__(self, spark: SparkSession, idx: ix.Index, run: Runner, batch_rows: int, keys_per_doc: int,
+                 band_probe: str = "auto"):
         self.spark, self.idx, self.run, self.batch_rows = spark, idx, run, batch_rows
+        self.band_probe = band_probe
         self.archive_band_rows = idx.manifest.get("documents", 0) * keys_per_doc  # at most (copies have none)
 
     def exact(self, hashes: DataFrame) -> DataFrame:
@@ -162,7 +164,7 @@ class _ArchiveSide:
             F.min(_ADOC).alias(_ADOC))
 
     def hits(self, banded: DataFrame, rows: int, limit: int) -> DataFrame:
-        files = scan.range_files(self.idx)
+        files = scan.range_files(self.idx) if self.band_probe != "join" else None
         groups: list = []
         if files is not None:  # a local index: its band files read by the tasks themselves
             id_type = self.idx.docs(self.spark).schema[C.DOC_ID].dataType
@@ -284,6 +286,7 @@ def append(spark: SparkSession, plan: Plan) -> Report:
     start = time.perf_counter()
     idx = ix.open_index(cfg.index.path, spark)
     ix.check_params(idx.manifest, plan)
+    _check_band_probe(cfg, idx)
     _probe(spark, cfg.index.path, cfg.output.path)
     with checkpoint_dir(spark, cfg, cfg.output.path):
         return _append(spark, plan, idx, start)
@@ -293,6 +296,15 @@ def _supported(cfg) -> None:
     """What the archive index does not do yet, refused before any work."""
     if cfg.match.mode != "jaccard":
         raise ix.IndexError_("the archive index supports match.mode = 'jaccard' only")
+
+
+def _check_band_probe(cfg, idx: ix.Index) -> None:
+    """index.band_probe = "scan" on an index whose band files the tasks cannot read: refused."""
+    if cfg.index.band_probe == "scan" and scan.range_files(idx) is None:
+        raise ix.IndexError_(
+            f"index.band_probe = 'scan' reads the band files with pyarrow in the tasks: {cfg.index.path} is not a "
+            "local or mounted index whose band files are split by bucket range (an index at a URI, or parts of "
+            "an older version). Use 'auto' (or 'join'), or compact the index")
 
 
 def _probe(spark: SparkSession, index_path: str, output: str | None) -> None:
@@ -533,7 +545,8 @@ def _match(spark, plan: Plan, idx: ix.Index, docs: DataFrame, archived: DataFram
     keys = idx.boilerplate_keys(spark) if cfg.boilerplate.enabled else None
     strip = Stripping(keys, cfg.boilerplate.unit) if keys is not None else None
     table, _ = sketched(new, plan, run, strip, digest=True, expected=counts["new_documents"])
-    side = _ArchiveSide(spark, idx, run, counts["new_documents"], plan.matcher.keys_per_doc)
+    side = _ArchiveSide(spark, idx, run, counts["new_documents"], plan.matcher.keys_per_doc,
+                        cfg.index.band_probe)
     found = match(table, plan, run, archive=side)
     return Matched(table, found, archived)
 
