@@ -33,7 +33,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 OUTPUT = ROOT / "BENCHMARKS.md"
 PYTHON = ".venv/bin/python"
 ORDER = ("scale", "peers", "signatures", "nightly", "skew", "boilerplate", "quality", "scripts", "realtext", "linkage",
-         "simhash", "components", "review", "compare")
+         "simhash", "components", "review", "compare", "nights")
 PEERS = {"neardup": "neardup", "mllib": "MLlib", "text-dedup": "text-dedup"}
 
 
@@ -493,6 +493,23 @@ def _compare(data: dict, path: Path) -> tuple[str, str, str]:
     return corpus, figures, command("compare", values)
 
 
+def _nights(data: dict) -> tuple[str, str, str]:
+    pairs = data.get("pairs", [])
+    sides = " and ".join(f"{side} {' '.join(data.get(f'{side}_set') or [])}" for side in ("new", "old")
+                         if data.get(f"{side}_set"))
+    figures = (f"median new/old {data.get('median_ratio_new_to_old')} ({_s(data.get('median_new_seconds'))} against "
+               f"{_s(data.get('median_old_seconds'))}, {len(pairs)} alternating pairs"
+               f"{', page cache dropped before each' if data.get('drop_caches') else ''})" + (f"; {sides}" if sides else ""))
+    corpus = (f"a night of {_docs(data.get('batch_documents'))} docs against an index of "
+              f"{_docs(data.get('index_documents'))}{_where(data)}")
+    values = {"index": "INDEX", "batch": "BATCH", "old": data.get("old_tree_label") or "OLD_CHECKOUT",
+              "pairs": len(pairs), "old_set": data.get("old_set"), "new_set": data.get("new_set"),
+              "drop_caches": data.get("drop_caches"), "label": data.get("label"),
+              "shuffle_partitions": data.get("shuffle_partitions"), "driver_memory": data.get("driver_memory"),
+              "conf": data.get("conf"), "master": data.get("master")}
+    return corpus, figures, command("nights", values)
+
+
 def _generic(data: Any) -> tuple[str, str, str]:
     if not isinstance(data, dict):
         return "-", f"a {type(data).__name__}, not a record", "-"
@@ -513,7 +530,7 @@ def _review(data: dict) -> tuple[str, str, str]:
 SUMMARIES: dict[str, Callable[[dict], tuple[str, str, str]]] = {
     "scale": _scale, "peers": _peers, "signatures": _signatures, "nightly": _nightly, "skew": _skew,
     "boilerplate": _boilerplate, "quality": _quality, "simhash": _simhash, "components": _components,
-    "review": _review, "scripts": _scripts, "linkage": _linkage, "realtext": _realtext,
+    "review": _review, "scripts": _scripts, "linkage": _linkage, "realtext": _realtext, "nights": _nights,
 }
 
 
@@ -554,6 +571,8 @@ def _group(path: Path, data: Any) -> tuple[str, str]:
         return bench, f"linkage ({data['threshold']})"  # a row per threshold
     if bench == "scale" and data.get("sized"):
         return bench, "scale (sized, no config)"
+    if bench == "nights" and data.get("label"):
+        return bench, f"nights ({data['label']})"  # a row per comparison
     if bench == "compare" and data.get("docs"):  # a row per corpus size, and for runs without a config
         return bench, f"compare{' defaults' if _no_config(data) else ''} ({_docs(data['docs'])})"
     return bench, bench
