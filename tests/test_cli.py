@@ -230,27 +230,6 @@ def test_json_prints_the_report_json(spark, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out) == json.loads((out / "report.json").read_text())
 
 
-@pytest.mark.process
-def test_library_call_under_spark_connect(spark, tmp_path):
-    """Databricks serverless and shared clusters run Spark Connect: no sparkContext, no RDDs."""
-    pytest.importorskip("grpc", reason="Spark Connect client needs grpcio (test extra 'connect')")
-    import pyspark
-
-    if int(pyspark.__version__.split(".")[0]) < 4:
-        pytest.skip("local Spark Connect servers from the pip package need pyspark 4")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "scripts" / "connect_run.py")],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
-    from neardup_spark import Config, deduplicate
-
-    classic = deduplicate(spark.read.json(SAMPLE), Config())
-    assert got["counts"] == classic.report["counts"]
-    assert got["statuses"] == {r["status"]: r["count"] for r in classic.clusters.groupBy("status").count().collect()}
-    classic.unpersist()
-
-
 def test_plots_in_containment_mode_skip_the_s_curve(spark, tmp_path, capsys):
     # No single banding to draw: the S-curve is left out, the other plots are written
     # (this ran the whole pipeline, then failed on the report's missing bands).
@@ -339,33 +318,39 @@ def test_a_backend_that_cannot_run_is_refused_before_work(spark, tmp_path, capsy
 
 
 @pytest.mark.process
-def test_run_and_nightly_batches_under_spark_connect(spark, tmp_path):
-    """run(), and a nightly build, two appends and an export, through a local Connect server:
-    the clusters of a classic session."""
+def test_library_call_run_and_a_night_under_spark_connect(spark, tmp_path):
+    """Databricks serverless and shared clusters run Spark Connect: no sparkContext, no RDDs.
+    deduplicate() on a DataFrame, run(), and a nightly build, append and export, through a
+    local Connect server: the clusters of a classic session."""
     pytest.importorskip("grpc", reason="Spark Connect client needs grpcio (test extra 'connect')")
     import pyspark
 
     if int(pyspark.__version__.split(".")[0]) < 4:
         pytest.skip("local Spark Connect servers from the pip package need pyspark 4")
-    batches = oracles.split_into_nights(pd.read_json(SAMPLE, lines=True), tmp_path, seed=3)
+    batches = oracles.split_into_nights(pd.read_json(SAMPLE, lines=True), tmp_path, seed=3, nights=2)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "scripts" / "connect_nightly.py"), str(tmp_path),
                            *batches], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    from neardup_spark import Config
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    from neardup_spark import Config, deduplicate
     from neardup_spark.api import run
 
+    library = deduplicate(spark.read.json(SAMPLE), Config())
+    assert got["counts"] == library.report["counts"]
+    assert got["statuses"] == {r["status"]: r["count"] for r in library.clusters.groupBy("status").count().collect()}
+    library.unpersist()
     run(spark, Config().with_overrides({"input.path": SAMPLE, "input.format": "jsonl",
                                         "output.path": str(tmp_path / "classic")}))
     classic = pd.read_parquet(tmp_path / "classic" / "clusters").sort_values("doc_id").reset_index(drop=True)
-    got = pd.read_parquet(tmp_path / "full" / "clusters")[list(classic.columns)]
-    assert got.sort_values("doc_id").reset_index(drop=True).equals(classic)
+    got_full = pd.read_parquet(tmp_path / "full" / "clusters")[list(classic.columns)]
+    assert got_full.sort_values("doc_id").reset_index(drop=True).equals(classic)
     # The nightly index names a cluster by its archived id (see README), so compare groups and keepers.
     exported = pd.read_parquet(tmp_path / "export" / "clusters").sort_values("doc_id").reset_index(drop=True)
     groups = lambda f: sorted(sorted(ids) for ids in f.groupby("cluster_id").doc_id.apply(list))  # noqa: E731
     assert groups(exported) == groups(classic)
     assert exported[["doc_id", "keeper_id", "status"]].equals(classic[["doc_id", "keeper_id", "status"]])
-    assert json.loads((tmp_path / "full" / "report.json").read_text())["counts"]["documents"] == 1000
+    assert got["full_counts"]["documents"] == 1000
 
 
 @pytest.mark.process
