@@ -54,10 +54,8 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -129,13 +127,10 @@ def run_cli(args: list[str], logs: Path, spark_args: list[str]) -> dict:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     source_before = source_digest()
     with sparklog.LoadSampler(logs.parent) as load:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        with sparklog.PeakRss(proc.pid) as rss:
-            stdout, stderr = proc.communicate()
-        wall = time.perf_counter() - start
+        proc, wall, rss = sparklog.measured(cmd, ROOT, env)
+    stdout = proc.stdout
     if proc.returncode:
-        raise SystemExit(f"{' '.join(args[:2])} failed (exit {proc.returncode}):\n{' '.join(cmd)}\n{stderr[-6000:]}")
+        raise SystemExit(f"{' '.join(args[:2])} failed (exit {proc.returncode}):\n{' '.join(cmd)}\n{proc.stderr[-6000:]}")
     costs = sparklog.costs_by_stage(sparklog.newest_log(logs))
     return {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss.peak / 2**20), "peak_pss_mb": round(rss.peak_pss / 2**20),
             "shuffle_mb": {k: round(v["shuffle_bytes"] / 2**20, 1) for k, v in costs.items() if v["shuffle_bytes"]},

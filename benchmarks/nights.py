@@ -23,7 +23,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pyarrow.dataset as ds
@@ -98,13 +97,9 @@ def night(tree: Path, index: Path, batch: Path, fmt: str, out: Path, logs: Path,
         cmd += ["--config", config]
     env = {**os.environ, "PYTHONPATH": str(tree), "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    with sparklog.PeakRss(proc.pid) as rss:
-        _, stderr = proc.communicate()
-    wall = time.perf_counter() - start
+    proc, wall, rss = sparklog.measured(cmd, tree, env)
     if proc.returncode:
-        raise SystemExit(f"{tree}: exit {proc.returncode}\n{' '.join(cmd)}\n{stderr[-4000:]}")
+        raise SystemExit(f"{tree}: exit {proc.returncode}\n{' '.join(cmd)}\n{proc.stderr[-4000:]}")
     report = json.loads((out / "report.json").read_text())
     if report.get("replayed"):
         raise SystemExit(f"the night was a replay: the index at {index} already holds this batch")

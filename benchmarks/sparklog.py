@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import threading
 import time
 from collections import defaultdict
@@ -167,6 +168,16 @@ class PeakRss:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def measured(cmd: list[str], cwd: Path, env: dict) -> tuple[subprocess.CompletedProcess, float, PeakRss]:
+    """cmd run to its end as its own process: (its result, wall seconds, the peaks of its process tree)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with PeakRss(proc.pid) as rss:
+        stdout, stderr = proc.communicate()
+    wall = time.perf_counter() - start
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), wall, rss
 
 
 class LoadSampler:
