@@ -177,13 +177,11 @@ def main(argv: list[str] | None = None) -> dict:
         subprocess.run(["rm", "-rf", str(work / f"index-{side}")], check=True)
     median = lambda side, key: statistics.median(p[side][key] for p in pairs)  # noqa: E731
     stages = sorted({s for p in pairs for side in ("old", "new") for s in p[side]["stage_seconds"]})
-    same_tree = trees["old"] == trees["new"]
     result = {
         "benchmark": "nights", "label": args.label, "machine": machine(), "master": args.master,
         "index": str(index), "batch": str(batch), "drop_caches": args.drop_caches,
         "index_documents": json.loads((index / "manifest.json").read_text()).get("documents"),
         "batch_documents": pairs[0]["new"]["counts"]["documents"],
-        "old_tree_label": "." if same_tree else None,
         "old": str(trees["old"]), "new": str(trees["new"]), "config": args.config,
         "old_set": args.old_set, "new_set": args.new_set, "shuffle_partitions": args.shuffle_partitions,
         "driver_memory": args.driver_memory, "conf": args.conf,

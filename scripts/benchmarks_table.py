@@ -502,7 +502,7 @@ def _nights(data: dict) -> tuple[str, str, str]:
                f"{', page cache dropped before each' if data.get('drop_caches') else ''})" + (f"; {sides}" if sides else ""))
     corpus = (f"a night of {_docs(data.get('batch_documents'))} docs against an index of "
               f"{_docs(data.get('index_documents'))}{_where(data)}")
-    values = {"index": "INDEX", "batch": "BATCH", "old": data.get("old_tree_label") or "OLD_CHECKOUT",
+    values = {"index": "INDEX", "batch": "BATCH", "old": "." if data.get("old") == data.get("new") else "OLD_CHECKOUT",
               "pairs": len(pairs), "old_set": data.get("old_set"), "new_set": data.get("new_set"),
               "drop_caches": data.get("drop_caches"), "label": data.get("label"),
               "shuffle_partitions": data.get("shuffle_partitions"), "driver_memory": data.get("driver_memory"),
