@@ -105,7 +105,10 @@ def test_stale_half_made_and_unused_archives_are_removed(fake_java, tmp_path):
 def test_cli_makes_the_archive_then_uses_it(tmp_path):
     # Two real `neardup run` processes, each starting its own JVM: the first
     # writes the archive as its JVM exits, the second maps it. Same results.
-    env = {**os.environ, "NEARDUP_CACHE_DIR": str(tmp_path / "cache"), "PYSPARK_PYTHON": sys.executable}
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "NEARDUP_CACHE_DIR": str(tmp_path / "cache"), "PYSPARK_PYTHON": sys.executable,
+           "TMPDIR": str(temp)}
     env.pop("PYSPARK_GATEWAY_PORT", None)
     reports = []
     for run in ("first", "second"):
@@ -120,7 +123,18 @@ def test_cli_makes_the_archive_then_uses_it(tmp_path):
         reports.append(json.loads((out / "report.json").read_text())["counts"])
         made = [p for p in (tmp_path / "cache").iterdir() if p.name != "logs"]  # logs/: Spark's own log
         assert len(made) == 1 and made[0].suffix == ".jsa" and made[0].stat().st_size > 1_000_000
+        assert not list(temp.glob("neardup-*")), "the run left its temporary directories behind"
     assert reports[0] == reports[1]
+
+
+def test_a_process_temp_dir_is_gone_when_the_process_exits(tmp_path):
+    code = "from neardup_spark.runtime.session import process_temp_dir as t; import os; p = t('neardup-x-'); " \
+           "open(os.path.join(p, 'f'), 'w').write('x'); print(p)"
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp_path)},
+                          capture_output=True, text=True, timeout=60, check=True)
+    made = Path(proc.stdout.strip())
+    assert made.parent == tmp_path and made.name.startswith("neardup-x-")
+    assert not made.exists()
 
 
 _STOP = r"""

@@ -7,6 +7,7 @@ Local-mode defaults are sized for one laptop, since Spark's own defaults
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import re
@@ -114,8 +115,16 @@ def build_session(spark_cfg: SparkConfig, checkpoint_dir: str | None = None,
     elif master.startswith("local") and not spark.sparkContext.getCheckpointDir():
         # GraphFrames and reliable checkpoints need one; on a cluster it must
         # be shared storage, so only local mode gets a temporary directory.
-        spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="neardup-ckpt-"))
+        spark.sparkContext.setCheckpointDir(process_temp_dir("neardup-ckpt-"))
     return spark
+
+
+def process_temp_dir(prefix: str) -> str:
+    """A new temporary directory, removed when this Python process exits (a nightly job
+    run every day would otherwise leave one a night under the temporary directory)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def connect_session(spark_cfg: SparkConfig) -> SparkSession:
@@ -140,7 +149,7 @@ def package_zip() -> str:
     global _PACKAGE_ZIP
     if _PACKAGE_ZIP is None:
         root = Path(__file__).parents[1]
-        path = Path(tempfile.mkdtemp(prefix="neardup-artifact-")) / "neardup_spark.zip"
+        path = Path(process_temp_dir("neardup-artifact-")) / "neardup_spark.zip"
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
             for file in sorted(root.rglob("*.py")):
                 zf.write(file, Path("neardup_spark") / file.relative_to(root))
