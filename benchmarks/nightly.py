@@ -12,8 +12,10 @@ config file runs it (self-sized partitions and driver heap):
         --shuffle-partitions 0 --driver-memory '' --scale-target 2 --rerun-target 0.1
 
 Corpora above 1.5M documents are generated in 1M-document shards on both cores
-(`scale.corpus_dir`; ~12 GB and ~1 h for 10M here) and kept under --work; the
-10M runs need ~45 GB more disk at their peak.
+(`scale.corpus_dir`; ~12 GB and ~30-60 min for 10M here) and kept under --work;
+the 10M runs need ~57 GB more disk at their peak. A run that would not fit
+in the free disk under --work is refused before anything is generated
+(`check_disk`, estimated from the measured 10.2M run; --no-disk-check skips it).
 
 For each size n, the seeded corpus of n documents (scale.py's cache under
 --work) is split once, streamed with pyarrow.dataset, into an archive (ids
@@ -63,15 +65,59 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from benchmarks import machine, save, sparklog
-from benchmarks.scale import corpus_dir
+from benchmarks.scale import SHARD_DOCS, corpus_dir
 from benchmarks.skew import pipeline_tree, source_digest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results"
 SCALE_TARGET = 3.0  # append(largest archive) / append(smallest archive), process seconds
 RERUN_TARGET = 0.20  # append(largest archive) / rerun(largest corpus), process seconds
+# Disk per document, measured at 10.2M (nightly-b200000.json, code 7b5c31f): the generated corpus,
+# the archive index, and the growth of the work directory's file system at a build's or a re-run's
+# peak (shuffle, spill, the index or outputs being written: 56.6 GB and 56.9 GB).
+CORPUS_BYTES_PER_DOC = 1_200
+INDEX_BYTES_PER_DOC = 1_400
+RUN_PEAK_BYTES_PER_DOC = 5_700
 APPEND_COUNTS = ("new_documents", "already_indexed", "exact_archive_matches", "archived_documents_met",
                  "candidate_pairs", "verified_pairs", "archived_clusters_touched", "archived_documents_changed")
+
+
+def disk_needed(sizes: list[int], batch: int, free: bool, made: set[Path], work: Path, seed: int) -> int:
+    """Bytes the benchmark still needs under `work` at its peak (the largest size's build or
+    re-run): the corpora and splits not yet made (those of the smaller sizes only until
+    their runs end, with `free`), the smaller sizes' indexes (unless `free`), the largest
+    size's index during its re-run (unless `free`), and the largest run's own peak.
+    `made`: the corpus and split directories that are already complete."""
+    def corpus_and_split(n: int) -> int:
+        corpus = 0 if corpus_dir_name(work, n, seed) in made else n * CORPUS_BYTES_PER_DOC
+        # A split hard-links the files whose ids fall on one side: all of a sharded corpus's but
+        # about a shard's worth; every file of a one-stream corpus (its ids are permuted) is copied.
+        copied = n if n <= SHARD_DOCS * 3 // 2 else batch + SHARD_DOCS
+        split_done = work / f"nightly-split-{n}-{seed}-b{batch}" in made
+        return corpus + (0 if split_done else copied * CORPUS_BYTES_PER_DOC)
+
+    largest, smaller = sizes[-1], sizes[:-1]
+    kept = 0 if free else sum(corpus_and_split(n) + (n - batch) * INDEX_BYTES_PER_DOC for n in smaller)
+    index_in_rerun = 0 if free else (largest - batch) * INDEX_BYTES_PER_DOC
+    peak = max(RUN_PEAK_BYTES_PER_DOC * (largest - batch), RUN_PEAK_BYTES_PER_DOC * largest + index_in_rerun)
+    return kept + corpus_and_split(largest) + peak
+
+
+def corpus_dir_name(work: Path, docs: int, seed: int) -> Path:
+    """Where `scale.corpus_dir` keeps the corpus of `docs` documents (without making it)."""
+    shards = 1 if docs <= SHARD_DOCS * 3 // 2 else round(docs / SHARD_DOCS)
+    return work / (f"corpus-{docs}-{seed}" if shards == 1 else f"corpus-{docs}-{seed}-s{shards}")
+
+
+def check_disk(sizes: list[int], batch: int, free: bool, work: Path, seed: int) -> None:
+    """Refuse, before anything is generated, a run whose peak would fill the disk under `work`."""
+    work.mkdir(parents=True, exist_ok=True)
+    made = {p for p in work.iterdir() if (p / "_DONE").exists()}
+    needed, have = disk_needed(sizes, batch, free, made, work, seed), shutil.disk_usage(work).free
+    if needed > have:
+        hint = "" if free else "; --free-index deletes what is no longer needed as it goes"
+        raise SystemExit(f"the benchmark needs ~{needed / 1e9:.0f} GB free under {work} at its peak (estimated "
+                         f"from a 10.2M run), and {have / 1e9:.0f} GB are free{hint}; --no-disk-check runs it anyway")
 
 
 def split(work: Path, corpus: Path, docs: int, batch: int, seed: int) -> tuple[Path, Path]:
@@ -286,8 +332,11 @@ def main(argv=None) -> dict:
                     help="cost per document, largest / smallest size (build, re-run, candidates, verified pairs)")
     ap.add_argument("--memory-target-gb", type=float, default=20.0, help="peak PSS of any run's process tree")
     ap.add_argument("--free-index", action="store_true",
-                    help="delete each index once its append is measured, before any re-run (the 10M index is"
-                         " ~13 GB: without it, the re-run's ~55 GB peak needs ~70 GB free)")
+                    help="delete each index once its append is measured, before any re-run, and each smaller"
+                         " size's corpus and split once its runs are done (the 10M sizes need ~72 GB free with"
+                         " it, ~90 GB without)")
+    ap.add_argument("--no-disk-check", action="store_true",
+                    help="run even when the estimated peak exceeds the free disk under --work")
     ap.add_argument("--linkage", choices=["components", "keeper"], default="components",
                     help="cluster.linkage of the index and every run (keeper: results in nightly-keeper.json)")
     ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "neardup-bench"))
@@ -297,6 +346,8 @@ def main(argv=None) -> dict:
     if any(n <= args.batch for n in sizes):
         raise SystemExit(f"every size must exceed the batch ({args.batch})")
     work = Path(args.work)
+    if not args.no_disk_check:
+        check_disk(sizes, args.batch, args.free_index, work, args.seed)
     spark_args = ["--master", args.master]
     if args.config.lower() != "none":
         spark_args += ["--config", args.config]
@@ -357,6 +408,9 @@ def main(argv=None) -> dict:
                       f"{json.dumps(entry[key]['spill_disk_mb'])}, peak PSS MB {entry[key]['peak_pss_mb']}", flush=True)
         sizes_out.append(entry)
         runs[n] = entry
+        if args.free_index and n != sizes[-1]:  # the largest size's peak needs the room
+            shutil.rmtree(corpus, ignore_errors=True)
+            shutil.rmtree(archive.parent, ignore_errors=True)
 
     # Others may edit the package meanwhile: a result mixing pipeline versions is flagged, not silently kept.
     digests = {d for e in sizes_out for k in ("build", "append", "rerun") if k in e for d in e[k]["source_sha256"]}

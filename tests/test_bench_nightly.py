@@ -1,7 +1,12 @@
 """The nightly benchmark's targets and per-stage table (pure functions; nothing is run)."""
 
 import argparse
+import shutil
+from types import SimpleNamespace
 
+import pytest
+
+from benchmarks import nightly
 from benchmarks.nightly import ratio, targets_of
 from benchmarks.per_stage import markdown, rows
 
@@ -71,3 +76,29 @@ def test_per_stage_figures_per_document_and_candidate():
     assert "| verify | 2.0 | 3.000 (2.000 / candidate) | 1350 | 12 |" in text
     scale = {"runs": [record["sizes"][0]["rerun"]]}  # a scale record lists its runs
     assert markdown(scale) == text
+
+
+def test_the_disk_estimate_counts_what_is_made_kept_and_freed(tmp_path):
+    C, I, P = nightly.CORPUS_BYTES_PER_DOC, nightly.INDEX_BYTES_PER_DOC, nightly.RUN_PEAK_BYTES_PER_DOC
+    corpus_dir_name, disk_needed = nightly.corpus_dir_name, nightly.disk_needed
+    sizes, batch = [1_200_000, 10_200_000], 200_000
+    freed = disk_needed(sizes, batch, True, set(), tmp_path, 7)
+    # The largest corpus, its split (the batch and about a shard copied), and its re-run's peak.
+    assert freed == 10_200_000 * C + (batch + 1_000_000) * C + 10_200_000 * P
+    kept = disk_needed(sizes, batch, False, set(), tmp_path, 7)
+    # Without freeing: the 1.2M corpus, its split (a one-stream corpus is copied whole) and index,
+    # and the 10M index during the re-run.
+    assert kept - freed == 1_200_000 * C * 2 + 1_000_000 * I + 10_000_000 * I
+    made = {corpus_dir_name(tmp_path, 10_200_000, 7), tmp_path / f"nightly-split-10200000-7-b{batch}"}
+    assert freed - disk_needed(sizes, batch, True, made, tmp_path, 7) == (10_200_000 + batch + 1_000_000) * C
+
+
+def test_a_benchmark_that_would_fill_the_disk_is_refused_before_it_starts(tmp_path, monkeypatch):
+    sizes, work = [1_200_000, 10_200_000], tmp_path / "work"
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: SimpleNamespace(free=75e9))
+    with pytest.raises(SystemExit, match=r"needs ~90 GB free .* 75 GB are free; --free-index deletes"):
+        nightly.check_disk(sizes, 200_000, False, work, 7)
+    nightly.check_disk(sizes, 200_000, True, work, 7)  # ~72 GB with --free-index
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: SimpleNamespace(free=70e9))
+    with pytest.raises(SystemExit, match=r"needs ~72 GB free .* 70 GB are free; --no-disk-check"):
+        nightly.check_disk(sizes, 200_000, True, work, 7)
