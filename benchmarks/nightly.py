@@ -65,7 +65,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from benchmarks import machine, save, sparklog
-from benchmarks.scale import SHARD_DOCS, corpus_dir
+from benchmarks.scale import SHARD_DOCS, corpus_dir, corpus_path, shards_of
 from benchmarks.skew import pipeline_tree, source_digest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,10 +89,10 @@ def disk_needed(sizes: list[int], batch: int, free: bool, made: set[Path], work:
     size's index during its re-run (unless `free`), and the largest run's own peak.
     `made`: the corpus and split directories that are already complete."""
     def corpus_and_split(n: int) -> int:
-        corpus = 0 if corpus_dir_name(work, n, seed) in made else n * CORPUS_BYTES_PER_DOC
+        corpus = 0 if corpus_path(work, n, seed) in made else n * CORPUS_BYTES_PER_DOC
         # A split hard-links the files whose ids fall on one side: all of a sharded corpus's but
         # about a shard's worth; every file of a one-stream corpus (its ids are permuted) is copied.
-        copied = n if n <= SHARD_DOCS * 3 // 2 else batch + SHARD_DOCS
+        copied = n if shards_of(n) == 1 else batch + SHARD_DOCS
         split_done = work / f"nightly-split-{n}-{seed}-b{batch}" in made
         return corpus + (0 if split_done else copied * CORPUS_BYTES_PER_DOC)
 
@@ -101,12 +101,6 @@ def disk_needed(sizes: list[int], batch: int, free: bool, made: set[Path], work:
     index_in_rerun = 0 if free else (largest - batch) * INDEX_BYTES_PER_DOC
     peak = max(RUN_PEAK_BYTES_PER_DOC * (largest - batch), RUN_PEAK_BYTES_PER_DOC * largest + index_in_rerun)
     return kept + corpus_and_split(largest) + peak
-
-
-def corpus_dir_name(work: Path, docs: int, seed: int) -> Path:
-    """Where `scale.corpus_dir` keeps the corpus of `docs` documents (without making it)."""
-    shards = 1 if docs <= SHARD_DOCS * 3 // 2 else round(docs / SHARD_DOCS)
-    return work / (f"corpus-{docs}-{seed}" if shards == 1 else f"corpus-{docs}-{seed}-s{shards}")
 
 
 def check_disk(sizes: list[int], batch: int, free: bool, work: Path, seed: int) -> None:

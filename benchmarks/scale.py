@@ -35,13 +35,24 @@ RESULTS = Path(__file__).parent / "results"
 SHARD_DOCS = 1_000_000  # above 1.5x this, corpora are written in shards of about this many documents
 
 
+def shards_of(docs: int) -> int:
+    """How many shards `corpus_dir` writes a corpus of `docs` documents in (1: one stream)."""
+    return 1 if docs <= SHARD_DOCS * 3 // 2 else round(docs / SHARD_DOCS)
+
+
+def corpus_path(work: Path, docs: int, seed: int) -> Path:
+    """Where `corpus_dir` keeps the corpus of `docs` documents (without making it)."""
+    shards = shards_of(docs)
+    return work / (f"corpus-{docs}-{seed}" if shards == 1 else f"corpus-{docs}-{seed}-s{shards}")
+
+
 def corpus_dir(work: Path, docs: int, seed: int) -> Path:
     """The seeded corpus of `docs` documents under work, generated once. Up to 1.5M
     documents it is one `corpus.generate` stream; larger ones are written in shards of
     about SHARD_DOCS (`corpus.write_sharded`, both cores, restartable), so a 10M corpus
     is ten 1M-like pieces sharing one vocabulary and one set of footers."""
-    shards = 1 if docs <= SHARD_DOCS * 3 // 2 else round(docs / SHARD_DOCS)
-    path = work / (f"corpus-{docs}-{seed}" if shards == 1 else f"corpus-{docs}-{seed}-s{shards}")
+    shards = shards_of(docs)
+    path = corpus_path(work, docs, seed)
     if not (path / "_DONE").exists():
         spec = corpus.CorpusSpec(n_docs=docs, seed=seed)
         if shards == 1:

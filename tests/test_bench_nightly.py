@@ -80,7 +80,7 @@ def test_per_stage_figures_per_document_and_candidate():
 
 def test_the_disk_estimate_counts_what_is_made_kept_and_freed(tmp_path):
     C, I, P = nightly.CORPUS_BYTES_PER_DOC, nightly.INDEX_BYTES_PER_DOC, nightly.RUN_PEAK_BYTES_PER_DOC
-    corpus_dir_name, disk_needed = nightly.corpus_dir_name, nightly.disk_needed
+    disk_needed = nightly.disk_needed
     sizes, batch = [1_200_000, 10_200_000], 200_000
     freed = disk_needed(sizes, batch, True, set(), tmp_path, 7)
     # The largest corpus, its split (the batch and about a shard copied), and its re-run's peak.
@@ -89,7 +89,7 @@ def test_the_disk_estimate_counts_what_is_made_kept_and_freed(tmp_path):
     # Without freeing: the 1.2M corpus, its split (a one-stream corpus is copied whole) and index,
     # and the 10M index during the re-run.
     assert kept - freed == 1_200_000 * C * 2 + 1_000_000 * I + 10_000_000 * I
-    made = {corpus_dir_name(tmp_path, 10_200_000, 7), tmp_path / f"nightly-split-10200000-7-b{batch}"}
+    made = {nightly.corpus_path(tmp_path, 10_200_000, 7), tmp_path / f"nightly-split-10200000-7-b{batch}"}
     assert freed - disk_needed(sizes, batch, True, made, tmp_path, 7) == (10_200_000 + batch + 1_000_000) * C
 
 
