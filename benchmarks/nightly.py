@@ -93,7 +93,7 @@ def disk_needed(sizes: list[int], batch: int, free: bool, made: set[Path], work:
         # A split hard-links the files whose ids fall on one side: all of a sharded corpus's but
         # about a shard's worth; every file of a one-stream corpus (its ids are permuted) is copied.
         copied = n if shards_of(n) == 1 else batch + SHARD_DOCS
-        split_done = work / f"nightly-split-{n}-{seed}-b{batch}" in made
+        split_done = split_path(work, n, batch, seed) in made
         return corpus + (0 if split_done else copied * CORPUS_BYTES_PER_DOC)
 
     largest, smaller = sizes[-1], sizes[:-1]
@@ -114,11 +114,16 @@ def check_disk(sizes: list[int], batch: int, free: bool, work: Path, seed: int) 
                          f"from a 10.2M run), and {have / 1e9:.0f} GB are free{hint}; --no-disk-check runs it anyway")
 
 
+def split_path(work: Path, docs: int, batch: int, seed: int) -> Path:
+    """Where `split` keeps the archive and batch of the corpus of `docs` documents."""
+    return work / f"nightly-split-{docs}-{seed}-b{batch}"
+
+
 def split(work: Path, corpus: Path, docs: int, batch: int, seed: int) -> tuple[Path, Path]:
     """(archive, batch) Parquet directories: ids <= docs - batch, and the rest; written once,
     streamed. A file whose ids all fall on one side is hard-linked, not copied (a sharded
     10M corpus keeps its ids in ranges per shard, so only the files across the cut are read)."""
-    path = work / f"nightly-split-{docs}-{seed}-b{batch}"
+    path = split_path(work, docs, batch, seed)
     if (path / "_DONE").exists():
         return path / "archive", path / "batch"
     shutil.rmtree(path, ignore_errors=True)

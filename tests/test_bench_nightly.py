@@ -89,7 +89,7 @@ def test_the_disk_estimate_counts_what_is_made_kept_and_freed(tmp_path):
     # Without freeing: the 1.2M corpus, its split (a one-stream corpus is copied whole) and index,
     # and the 10M index during the re-run.
     assert kept - freed == 1_200_000 * C * 2 + 1_000_000 * I + 10_000_000 * I
-    made = {nightly.corpus_path(tmp_path, 10_200_000, 7), tmp_path / f"nightly-split-10200000-7-b{batch}"}
+    made = {nightly.corpus_path(tmp_path, 10_200_000, 7), nightly.split_path(tmp_path, 10_200_000, batch, 7)}
     assert freed - disk_needed(sizes, batch, True, made, tmp_path, 7) == (10_200_000 + batch + 1_000_000) * C
 
 
