@@ -190,6 +190,11 @@ class IndexConfig:
     # index on a local or mounted filesystem: the tasks read its band files; at a URI:
     # Spark's join), "scan" (the tasks, or an error before any work), "join" (Spark's join).
     band_probe: str = "auto"
+    # Where the parts this run writes keep their documents' shingle sets: "auto" (an index on
+    # a local or mounted filesystem: flat files read by position, so a night reads only the
+    # sets it verifies against; at a URI: a Parquet column), "files" (or an error before any
+    # work), "parquet" (the column).
+    set_layout: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -356,6 +361,7 @@ def _one_of(value: str, choices: tuple[str, ...], where: str) -> None:
 
 JIT_MODES = ("auto", "c1", "default")
 BAND_PROBES = ("auto", "scan", "join")
+SET_LAYOUTS = ("auto", "files", "parquet")
 
 
 def validate(cfg: Config) -> None:
@@ -432,6 +438,7 @@ def validate(cfg: Config) -> None:
            "output.table_format is the format of output.table's tables: set output.table (--output-table) too")
     _check(cfg.spark.shuffle_partitions >= 0, "spark.shuffle_partitions must be >= 0")
     _one_of(cfg.index.band_probe, BAND_PROBES, "index.band_probe")
+    _one_of(cfg.index.set_layout, SET_LAYOUTS, "index.set_layout")
     _check(not cfg.index.append or bool(cfg.index.path), "index.append needs index.path (--index)")
     _check(not cfg.index.append or cfg.match.mode == "jaccard",
            "the archive index supports match.mode = 'jaccard' only (containment batches: run them whole)")

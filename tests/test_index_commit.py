@@ -58,4 +58,4 @@ def test_an_index_of_format_1_opens(tmp_path):
     assert ix.open_index(str(root)).manifest["format"] == 1
     ix.commit(str(root), _manifest(2, ["a", "b"]), expected_version=1)
     assert ix.open_index(str(root)).parts == ["a", "b"]
-    assert json.loads((root / "manifest.json").read_text())["format"] == 2  # older releases now refuse it
+    assert json.loads((root / "manifest.json").read_text())["format"] == ix.FORMAT  # older releases now refuse it

@@ -80,6 +80,7 @@ def compact(spark: SparkSession, path: str) -> Compaction:
         return Compaction(version, version, [], None, int(idx.manifest["documents"]))
     part = ix.new_part_name(version + 1)
     docs = idx.docs(spark)
+    docs = idx.sets_of(docs, [c for c in docs.columns if c not in ix.set_columns(docs)])
     keys = None  # the build's stripped lines (boilerplate on), which every batch strips too
     if idx.store.exists(f"parts/{idx.parts[0]}/boilerplate"):
         keys = ix.read_table(spark, idx.store, f"parts/{idx.parts[0]}/boilerplate")
@@ -87,7 +88,8 @@ def compact(spark: SparkSession, path: str) -> Compaction:
             keys = spark.createDataFrame([], "line_key long")
     stored = idx.pairs(spark)
     ix.write_part(idx.part_path(part), docs, idx.bands(spark), idx.assignments(spark),
-                  outputs={"pairs": stored} if stored is not None else None, boilerplate=keys)
+                  outputs={"pairs": stored} if stored is not None else None, boilerplate=keys,
+                  sets=ix.sets_folder(idx.store, part))
     _check_part(spark, idx, part, int(idx.manifest["documents"]))
     kill_point("before_compaction_commit")
     manifest = {

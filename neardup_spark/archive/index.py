@@ -6,7 +6,10 @@ Layout (a local or mounted directory)::
       manifest.json              the current version: its parts, the parameters, the batches applied
       manifests/v00001.json ...  every version's manifest, kept for audit
       parts/<part>/docs/         one row per document added by the part:
-                                 doc_id, text_digest, exact_hash, shingles, text_len, is_empty, keeper columns
+                                 doc_id, text_digest, exact_hash, shingles, text_len, is_empty, keeper columns;
+                                 on a local or mounted filesystem, (sets_file, sets_offset, sets_length)
+                                 in place of shingles, which are in:
+      parts/<part>/sets/         the part's shingle sets as flat files, read by position (see `setfiles`)
       parts/<part>/bands/        (bucket, doc_id) of the part's banded documents, partitioned by
                                  bucket range (the top 4 bits; rows within a file are in no order):
                                  a lookup reads an 8-byte bucket and the id per band and document,
@@ -41,6 +44,7 @@ Per document, at P=128, b=42 (threshold 0.3): ~1.3 kB of shingle set for a
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import uuid
@@ -50,6 +54,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
+from neardup_spark.archive import setfiles
 from neardup_spark.config import Config, to_dict
 from neardup_spark.errors import NeardupError
 from neardup_spark.plan import Plan, resolve
@@ -59,8 +64,10 @@ from neardup_spark.runtime.storage import kill_point
 from neardup_spark.stages.write import parquet_writes
 from neardup_spark.version import __version__
 
-FORMAT = 2  # 2: committed by create-if-absent in manifests/; 1 (same tables) still opens
-READABLE_FORMATS = (1, 2)
+# 3: a part's docs may keep the shingle sets in flat files (`setfiles`); 2: committed by
+# create-if-absent in manifests/; 1 (same tables, committed by rename) still opens.
+FORMAT = 3
+READABLE_FORMATS = (1, 2, 3)
 MANIFEST = "manifest.json"
 VERSIONS = "manifests"
 _VERSION_FILE = re.compile(r"^v(\d{5,})\.json$")
@@ -165,6 +172,8 @@ class Index:
         """The table's rows from every part that has it, with the part's position in PART
         (only those `where(part's rows)` keeps, when given)."""
         read = [(i, read_table(spark, self.store, f"parts/{p}/{table}")) for i, p in enumerate(self.parts)]
+        if table == "docs":
+            read = [(i, self._located(p, df)) for (i, df), p in zip(read, self.parts)]
         if where is not None:
             read = [(i, df if df is None else where(df)) for i, df in read]
         frames = [df.withColumn(PART, F.lit(i)) for i, df in read if df is not None]
@@ -174,6 +183,13 @@ class Index:
         for df in frames[1:]:
             out = out.unionByName(df, allowMissingColumns=True)
         return out
+
+    def _located(self, part: str, docs: DataFrame | None) -> DataFrame | None:
+        """A part's docs rows with sets_file (if it has the column) made an absolute path."""
+        if docs is None or not setfiles.has_locator(docs.columns) or not isinstance(self.store, LocalStore):
+            return docs
+        folder = os.path.abspath(os.path.join(self.store.root, "parts", part, setfiles.SETS))
+        return docs.withColumn(setfiles.SETS_FILE, F.concat(F.lit(folder + os.sep), F.col(setfiles.SETS_FILE)))
 
     def live(self, spark: SparkSession, rows: DataFrame, id_col: str = C.DOC_ID) -> DataFrame:
         """rows(PART, id_col) without those of documents replaced in a later part."""
@@ -198,7 +214,19 @@ class Index:
         return rows
 
     def docs(self, spark: SparkSession) -> DataFrame:
+        """Every live document's row. Its shingle set is the `shingles` column, or in a set
+        file (`setfiles.LOCATOR` columns, sets_file an absolute path): read it with `sets_of`."""
         return self.live(spark, self._required(spark, "docs")).drop(PART)
+
+    def sets_of(self, rows: DataFrame, keep: list[str]) -> DataFrame:
+        """rows (docs rows, joined or filtered as a caller likes) -> (keep..., shingles), the
+        sets in files read by position: only those of the rows given."""
+        if not setfiles.has_locator(rows.columns):
+            return rows.select(*keep, C.SHINGLES)
+        if not isinstance(self.store, LocalStore):
+            raise IndexError_(f"the index at {self.path!r} keeps its shingle sets in files read by position, "
+                              "which needs a local or mounted path: open it at such a path")
+        return setfiles.filled(rows, keep)
 
     def bands(self, spark: SparkSession, ranges: tuple[int, ...] | None = None) -> DataFrame:
         """(bucket, doc_id) of every live archived band row; with `ranges`, only the rows of
@@ -334,15 +362,33 @@ def new_part_name(version: int) -> str:
     return f"part-{version:05d}-{uuid.uuid4().hex[:8]}"
 
 
+def set_columns(docs: DataFrame) -> list[str]:
+    """The columns of docs rows that hold or locate a shingle set (what `Index.sets_of` reads)."""
+    return [c for c in (C.SHINGLES, *setfiles.LOCATOR) if c in docs.columns]
+
+
+def sets_folder(store: Store, part: str, layout: str = "auto") -> str | None:
+    """Where a new part's shingle sets go as files (`setfiles`; an absolute path), or None to
+    keep them a Parquet column: `layout` "auto" puts them in files on a local or mounted
+    filesystem, "files" there too (and refuses a Hadoop one), "parquet" never."""
+    local = isinstance(store, LocalStore)
+    if layout == "files" and not local:
+        raise IndexError_(f"index.set_layout = 'files' needs a local or mounted index path, not {store.uri!r}")
+    if layout == "parquet" or not local:
+        return None
+    return os.path.abspath(os.path.join(store.root, "parts", part, setfiles.SETS))
+
+
 def write_part(part_dir: str, docs: DataFrame | None, bands: DataFrame | None, assign: DataFrame,
                outputs: dict[str, DataFrame] | None = None, boilerplate: DataFrame | None = None,
-               removed: DataFrame | None = None, parallel: bool = False) -> None:
+               removed: DataFrame | None = None, parallel: bool = False, sets: str | None = None) -> None:
     """One complete part directory (written before any manifest names it). A removal part
     (replaced documents) has `removed` and `assign` only. With `parallel` (a nightly
-    batch's small tables), the tables are written by concurrent jobs."""
+    batch's small tables), the tables are written by concurrent jobs. With `sets` (see
+    `sets_folder`), the docs' shingle sets are written there as files."""
     tables: dict[str, DataFrame] = {}
     if docs is not None:
-        tables["docs"] = docs
+        tables["docs"] = setfiles.split(docs, sets) if sets and C.SHINGLES in docs.columns else docs
     if removed is not None:
         tables["removed"] = removed.select(C.DOC_ID)
     tables["assign"] = assign.select(*assign_columns(assign))

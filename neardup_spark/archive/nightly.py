@@ -192,9 +192,11 @@ class _ArchiveSide:
     def sets(self, met: DataFrame, rows: int, columns: list[str]) -> DataFrame:
         # Kept: verification reads the sets twice (both ends of a pair), and an uncut plan
         # would scan every archived set (the index's largest column) twice.
-        arch = self.idx.docs(self.spark).select(F.col(C.DOC_ID).alias(_ADOC), C.SHINGLES, *columns)
-        return self.run.keep(arch.join(_maybe_broadcast(met, rows), _ADOC), now=True).select(
-            C.NID, C.SHINGLES, *columns)
+        # Only the met documents' sets are read where the index keeps them in files.
+        docs = self.idx.docs(self.spark)
+        arch = docs.select(F.col(C.DOC_ID).alias(_ADOC), *ix.set_columns(docs), *columns)
+        found = self.idx.sets_of(arch.join(_maybe_broadcast(met, rows), _ADOC), [C.NID, *columns])
+        return self.run.keep(found, now=True)
 
 
 # -- build ------------------------------------------------------------------------------------------------------
@@ -210,6 +212,7 @@ def build(spark: SparkSession, plan: Plan, output: str | None = None) -> Report:
     check_backend(spark, cfg)
     check_table_output(spark, cfg)
     store = ix.ensure_new(cfg.index.path, spark)
+    ix.sets_folder(store, "", cfg.index.set_layout)  # "files" where it cannot be: refused now
     _probe(spark, cfg.index.path, output)
     start = time.perf_counter()
     raw = read_input(spark, cfg)
@@ -234,7 +237,8 @@ def _write_build(spark: SparkSession, plan: Plan, store, output: str | None, res
             if result.components is not None:  # keeper linkage: each document's component too
                 assign = assign.join(result.components, C.DOC_ID)
             ix.write_part(f"{store.uri}/parts/{part}", table.select(*_doc_columns(plan)), bands, assign,
-                          outputs={"pairs": result.pairs}, boilerplate=keys)
+                          outputs={"pairs": result.pairs}, boilerplate=keys,
+                          sets=ix.sets_folder(store, part, cfg.index.set_layout))
             tables = None
             if output or cfg.output.table:
                 tables = write_outputs(spark, result, cfg, output)
@@ -287,6 +291,7 @@ def append(spark: SparkSession, plan: Plan) -> Report:
     idx = ix.open_index(cfg.index.path, spark)
     ix.check_params(idx.manifest, plan)
     _check_band_probe(cfg, idx)
+    ix.sets_folder(idx.store, "", cfg.index.set_layout)  # "files" where it cannot be: refused now
     _probe(spark, cfg.index.path, cfg.output.path)
     with checkpoint_dir(spark, cfg, cfg.output.path):
         return _append(spark, plan, idx, start)
@@ -455,7 +460,7 @@ def _remove(spark, plan: Plan, idx: ix.Index, changed: DataFrame, run: Runner):
     edges = edges.where(F.col(C.DOC_A) != F.col(C.DOC_B)).unionByName(copies)
     if keeper:
         docs = rest.join(idx.docs(spark), C.DOC_ID)
-        sets = docs.select(C.NID, C.SHINGLES, *_fingerprint_columns(plan))
+        sets = idx.sets_of(docs, [C.NID, *_fingerprint_columns(plan)])
         decided = stars.restar(plan, stars.view(docs, plan, False), edges, sets, run).select(*stars.ROWS)
         changes = run.keep(stars.changed_rows(decided, rest.select(*stars.ROWS)), now=True)
     else:
@@ -724,7 +729,8 @@ def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, r
         ids = _maybe_broadcast(table.select(C.NID, C.DOC_ID), counts["new_documents"])
         new_bands = found.banded.join(ids, C.NID).select(C.BUCKET, C.DOC_ID)
         ix.write_part(part_dir, table.select(*_doc_columns(plan)), new_bands, assigned,
-                      outputs={"clusters": clusters, "pairs": pairs}, parallel=True)
+                      outputs={"clusters": clusters, "pairs": pairs}, parallel=True,
+                      sets=ix.sets_folder(idx.store, part, cfg.index.set_layout))
         kill_point("before_manifest")
         manifest = ix.next_manifest(idx.manifest, plan, part, fingerprint, counts["new_documents"] - counts["replaced"])
         ix.commit(idx.store, manifest, expected_version=version)

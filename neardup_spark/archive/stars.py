@@ -146,7 +146,7 @@ def assign(spark: SparkSession, plan: Plan, idx: ix.Index, table: DataFrame, edg
         among = _stored_edges(spark, idx, arch.select(C.NID, C.DOC_ID), n_members)
         graph = batch_edges.unionByName(among)
         prints = [c for c in table.columns if c in (C.SIMHASH, C.SIMHASH_HI)]
-        sets = table.select(C.NID, C.SHINGLES, *prints).unionByName(arch.select(C.NID, C.SHINGLES, *prints))
+        sets = table.select(C.NID, C.SHINGLES, *prints).unionByName(idx.sets_of(arch, [C.NID, *prints]))
         id_type = dict(table.dtypes)[C.DOC_ID]
         documents = view(table, plan, True, id_type).unionByName(view(arch, plan, False))
         decided = run.keep(restar(plan, documents, graph, sets, run), now=True)
