@@ -137,6 +137,24 @@ def test_a_process_temp_dir_is_gone_when_the_process_exits(tmp_path):
     assert not made.exists()
 
 
+@pytest.mark.compat
+def test_the_temp_dirs_of_killed_processes_are_swept_by_the_next(tmp_path):
+    code = "from neardup_spark.runtime.session import process_temp_dir as t; import os; p = t('neardup-x-'); " \
+           "print(p, flush=True); os.kill(os.getpid(), 9)"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    killed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    left = Path(killed.stdout.strip())
+    assert killed.returncode == -9 and left.is_dir()  # no exit handler ran
+    alive = tmp_path / f"neardup-x-{session._host()}-{os.getpid()}-abc"  # this process: running
+    dead = int(left.name.split("-")[-2])
+    other_host = tmp_path / f"neardup-x-elsewhere-{dead}-abc"  # a shared /tmp: not ours to judge
+    old_style, other = tmp_path / "neardup-x-q1w2e3", tmp_path / f"neardup-y-{session._host()}-1-abc"
+    for folder in (alive, other_host, old_style, other):
+        folder.mkdir()
+    assert session.sweep_temp_dirs("neardup-x-", str(tmp_path)) == [left.name]
+    assert not left.exists() and all(f.is_dir() for f in (alive, other_host, old_style, other))
+
+
 _STOP = r"""
 import threading, time
 from pyspark.sql import SparkSession
