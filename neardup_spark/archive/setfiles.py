@@ -38,7 +38,8 @@ SETS = "sets"  # a part's folder of set files
 SETS_FILE, SETS_OFFSET, SETS_LENGTH = "sets_file", "sets_offset", "sets_length"
 LOCATOR = (SETS_FILE, SETS_OFFSET, SETS_LENGTH)
 READ_THREADS = 16  # reads in flight per task
-# Sets closer than this in one file are read with one call (a full read becomes sequential).
+# Sets closer than this in one file are read with one call (a full read becomes sequential),
+# of at most about MAX_READ bytes.
 MERGE_GAP = 64 << 10
 MAX_READ = 8 << 20
 OUT_BYTES = 1 << 30  # sets per output batch, at most about
@@ -203,7 +204,7 @@ def read_sets(path: np.ndarray, offset: np.ndarray, length: np.ndarray, pool, fi
     new = np.ones(n, dtype=bool)
     new[1:] = (path[1:] != path[:-1]) | (offset[1:] - end[:-1] > MERGE_GAP)
     starts = np.flatnonzero(new)
-    reads, first = [], 0
+    reads = []
     for i, s in enumerate(starts):  # split over-long reads
         stop = starts[i + 1] if i + 1 < len(starts) else n
         first = s
