@@ -72,11 +72,12 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results"
 SCALE_TARGET = 3.0  # append(largest archive) / append(smallest archive), process seconds
 RERUN_TARGET = 0.20  # append(largest archive) / rerun(largest corpus), process seconds
-# Disk per document, measured at 10.2M (nightly-b200000.json, code 7b5c31f): the generated corpus,
-# the archive index, and the growth of the work directory's file system at a build's or a re-run's
-# peak (shuffle, spill, the index or outputs being written: 56.6 GB and 56.9 GB).
+# Disk per document, measured at 10.2M (nightly-b200000.json, code 63f9a37): the generated corpus,
+# the archive index (its shingle sets in flat files: 1,866 bytes a document, 1,368 with them in
+# Parquet), and the growth of the work directory's file system at a build's or a re-run's peak
+# (shuffle, spill, the index or outputs being written: 54.3 GB and 57.0 GB).
 CORPUS_BYTES_PER_DOC = 1_200
-INDEX_BYTES_PER_DOC = 1_400
+INDEX_BYTES_PER_DOC = 1_900
 RUN_PEAK_BYTES_PER_DOC = 5_700
 APPEND_COUNTS = ("new_documents", "already_indexed", "exact_archive_matches", "archived_documents_met",
                  "candidate_pairs", "verified_pairs", "archived_clusters_touched", "archived_documents_changed")
@@ -333,7 +334,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--free-index", action="store_true",
                     help="delete each index once its append is measured, before any re-run, and each smaller"
                          " size's corpus and split once its runs are done (the 10M sizes need ~72 GB free with"
-                         " it, ~90 GB without)")
+                         " it, ~96 GB without)")
     ap.add_argument("--no-disk-check", action="store_true",
                     help="run even when the estimated peak exceeds the free disk under --work")
     ap.add_argument("--linkage", choices=["components", "keeper"], default="components",
