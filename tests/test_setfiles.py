@@ -56,7 +56,8 @@ def _read(table: pa.Table, chunk: int) -> dict:
 
 
 @pytest.mark.compat
-@pytest.mark.parametrize("gap,longest", [(setfiles.MERGE_GAP, setfiles.MAX_READ), (0, 1), (1 << 20, 64)])
+@pytest.mark.parametrize("gap,longest", [(setfiles.MERGE_GAP, setfiles.MAX_READ), (0, 1), (1 << 20, 64),
+                                         (0, setfiles.MAX_READ)])
 def test_every_set_reads_back_as_written_in_any_order(tmp_path, monkeypatch, gap, longest):
     monkeypatch.setattr(setfiles, "MERGE_GAP", gap)  # merged reads, one read a set, reads cut short
     monkeypatch.setattr(setfiles, "MAX_READ", longest)
@@ -153,3 +154,14 @@ def test_set_files_on_a_hadoop_filesystem_are_refused_before_any_work(spark, tmp
     with pytest.raises(IndexError_, match="set_layout = 'files' needs a local or mounted"):
         api.build_index(spark, cfg)
     assert not list((tmp_path / "index").glob("manifests/*"))
+
+
+@pytest.mark.compat
+def test_short_reads_of_a_mount_are_read_on(tmp_path, monkeypatch):
+    rng = np.random.default_rng(11)
+    sets = _sets(rng, 400)
+    table = _written(tmp_path, [[pa.RecordBatch.from_arrays([pa.array(range(400), pa.int64()),
+                                                             pa.array(sets, pa.binary())], names=[_IDS, C.SHINGLES])]])
+    real = os.pread
+    monkeypatch.setattr(setfiles.os, "pread", lambda fd, n, at: real(fd, min(n, 97), at))  # a FUSE mount's reads
+    assert _read(table.take(pa.array(rng.permutation(400))), 128) == dict(enumerate(sets))

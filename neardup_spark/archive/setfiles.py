@@ -173,7 +173,7 @@ def fill(batch: pa.RecordBatch, keep: list[str], pool, files: _Files) -> Iterato
     offset = mine.column(names.index(SETS_OFFSET)).to_numpy()
     length = mine.column(names.index(SETS_LENGTH)).to_numpy().astype(np.int64)
     _, code = np.unique(path, return_inverse=True)
-    order = np.lexsort((offset, code))
+    order = np.lexsort((length, offset, code))  # an empty set shares its offset with the next
     path, offset, length = path[order], offset[order], length[order]
     taken = mine.take(pa.array(order))
     ends = np.cumsum(length)
@@ -191,7 +191,7 @@ def fill(batch: pa.RecordBatch, keep: list[str], pool, files: _Files) -> Iterato
 
 
 def read_sets(path: np.ndarray, offset: np.ndarray, length: np.ndarray, pool, files: _Files) -> np.ndarray:
-    """The bytes of sets (path[i], offset[i], length[i]), sorted by path then offset, one after
+    """The bytes of sets (path[i], offset[i], length[i]), sorted by path, offset and length, one after
     another. Sets close together are read with one call (`MERGE_GAP`, `MAX_READ`); the calls
     are spread over the pool's threads."""
     n = len(path)
@@ -199,7 +199,7 @@ def read_sets(path: np.ndarray, offset: np.ndarray, length: np.ndarray, pool, fi
     if not n:
         return out
     dest = np.concatenate(([0], np.cumsum(length)[:-1]))
-    end = offset + length
+    end = offset + length  # non-decreasing within a file: rows come sorted by offset, then length
     # A new read starts where the file changes, the gap is too wide, or the read would grow too long.
     new = np.ones(n, dtype=bool)
     new[1:] = (path[1:] != path[:-1]) | (offset[1:] - end[:-1] > MERGE_GAP)
@@ -219,7 +219,7 @@ def read_sets(path: np.ndarray, offset: np.ndarray, length: np.ndarray, pool, fi
         for lo, hi in chunk:
             base = int(offset[lo])
             size = int(end[hi - 1] - base)
-            got = os.pread(fds[path[lo]], size, base)
+            got = _pread(fds[path[lo]], size, base)
             if len(got) < size:
                 raise SetFileError(f"the index's set file {path[lo]} ends at {base + len(got)} bytes; the docs "
                                    f"table points at {size} bytes from {base}: the index is damaged")
@@ -231,3 +231,17 @@ def read_sets(path: np.ndarray, offset: np.ndarray, length: np.ndarray, pool, fi
     per = max(1, -(-len(reads) // (READ_THREADS * 4)))
     list(pool.map(run, [reads[i:i + per] for i in range(0, len(reads), per)]))
     return out
+
+
+def _pread(fd: int, size: int, at: int) -> bytes:
+    """size bytes from at, fewer only at the end of the file (a mount may return short reads)."""
+    got = os.pread(fd, size, at)
+    if len(got) == size or not got:
+        return got
+    parts = [got]
+    while size > (done := sum(len(p) for p in parts)):
+        more = os.pread(fd, size - done, at + done)
+        if not more:
+            break
+        parts.append(more)
+    return b"".join(parts)
