@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from neardup_spark.archive import housekeeping, nightly
 from neardup_spark.archive.housekeeping import Compaction, Vacuum
-from neardup_spark.config import Config, ConfigError, require_io_paths
+from neardup_spark.config import SET_LAYOUTS, Config, ConfigError, require_io_paths
 from neardup_spark.plan import resolve
 from neardup_spark.runtime.paths import local_path
 from neardup_spark.runtime.progress import Progress, progress_to
@@ -191,10 +191,14 @@ def export(spark: SparkSession, index_path: str, output: str = "", mode: str = "
     return nightly.export(spark, index_path, output, mode, table=table, table_format=table_format)
 
 
-def compact_index(spark: SparkSession, index_path: str) -> Compaction:
-    """Rewrite the index as one part with the same meaning (see `archive.housekeeping`)."""
+def compact_index(spark: SparkSession, index_path: str, set_layout: str = "auto") -> Compaction:
+    """Rewrite the index as one part with the same meaning, its shingle sets kept as
+    `set_layout` ("auto", "files" or "parquet": `index.set_layout`) says (see
+    `archive.housekeeping`)."""
+    if set_layout not in SET_LAYOUTS:
+        raise ConfigError(f"set_layout must be one of {', '.join(SET_LAYOUTS)}; got {set_layout!r}")
     with sized(spark):
-        return housekeeping.compact(spark, index_path)
+        return housekeeping.compact(spark, index_path, set_layout)
 
 
 def vacuum_index(spark: SparkSession | None, index_path: str, retain_days: float = 7.0,

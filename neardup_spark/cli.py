@@ -560,7 +560,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
         print(f"wrote the current clusters of {n} archived documents to {where}")
         return 0
     if args.index_command == "compact":
-        done = _in_session(cfg, lambda spark: api.compact_index(spark, cfg.index.path))
+        done = _in_session(cfg, lambda spark: api.compact_index(spark, cfg.index.path, cfg.index.set_layout))
         if done.part is None:
             print(f"the index at {cfg.index.path} has one part already (version {done.version}): nothing to do")
         else:
@@ -573,6 +573,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
         verb = "would remove" if args.dry_run else "removed"
         print(f"{verb} {len(done.removed)} parts, kept only the batch results of {len(done.trimmed)}; "
               f"{len(done.kept)} unlisted parts are younger than {args.retain_days:g} days and stay")
+        if done.set_files:
+            print(f"{verb} {len(done.set_files)} set files of listed parts that no document names "
+                  "(left by failed task attempts)")
         for part in done.removed:
             print(f"  {verb} {part}")
         return 0

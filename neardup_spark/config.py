@@ -190,10 +190,10 @@ class IndexConfig:
     # index on a local or mounted filesystem: the tasks read its band files; at a URI:
     # Spark's join), "scan" (the tasks, or an error before any work), "join" (Spark's join).
     band_probe: str = "auto"
-    # Where the parts this run writes keep their documents' shingle sets: "auto" (an index on
-    # a local or mounted filesystem: flat files read by position, so a night reads only the
-    # sets it verifies against; at a URI: a Parquet column), "files" (or an error before any
-    # work), "parquet" (the column).
+    # Where the parts this run writes (an append's, a build's, `index compact`'s) keep their
+    # documents' shingle sets: "auto" (an index on a local or mounted filesystem: flat files
+    # read by position, so a night reads only the sets it verifies against; at a URI: a
+    # Parquet column), "files" (or an error before any work), "parquet" (the column).
     set_layout: str = "auto"
 
 

@@ -1,6 +1,8 @@
 """The index's commit step through the Hadoop FileSystem (a file:// URI takes the code path of
 hdfs:// and s3a://): committers in separate JVM processes, and a nightly sequence end to end."""
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -85,3 +87,4 @@ def test_a_nightly_sequence_with_the_index_at_a_uri(spark, tmp_path):
     part = lambda f: sorted(sorted(ids) for ids in f.groupby("cluster_id").doc_id.apply(list))  # noqa: E731
     assert sorted(exported.doc_id) == sorted(rows.id) and part(exported) == part(full)
     assert ix.open_index(str(tmp_path / "index")).manifest["version"] == 4
+    assert {json.loads(p.read_text())["format"] for p in (tmp_path / "index" / "manifests").iterdir()} == {2}

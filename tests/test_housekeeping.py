@@ -10,7 +10,7 @@ import pytest
 
 from neardup_spark import api, cli
 from neardup_spark.api import run
-from neardup_spark.archive import housekeeping
+from neardup_spark.archive import housekeeping, setfiles
 from neardup_spark.archive.index import ConcurrentCommitError, open_index
 
 from . import oracles
@@ -79,13 +79,20 @@ def test_vacuum_keeps_what_readers_need_and_a_landed_batch_still_replays(spark, 
         (orphan / "docs").mkdir(parents=True)
         (orphan / "docs" / "part-0.parquet").write_bytes(b"")
     api.compact_index(spark, index)
+    # A task attempt that failed while the compaction wrote: its set file no document names.
+    sets = Path(index) / "parts" / open_index(index).parts[0] / setfiles.SETS
+    written = sorted(p.name for p in sets.iterdir())
+    (sets / "0badf00d.bin").write_bytes(b"\x01" * 40)
+    stray = f"parts/{open_index(index).parts[0]}/{setfiles.SETS}/0badf00d.bin"
     assignments = _exported(spark, index, tmp_path / "before")
     recent = api.vacuum_index(spark, index, retain_days=7)
-    assert recent.removed == recent.trimmed == []
+    assert recent.removed == recent.trimmed == recent.set_files == []
     assert sorted(recent.kept) == sorted([*old["parts"], doomed.name, future.name])
-    assert api.vacuum_index(spark, index, retain_days=0, dry_run=True).removed and doomed.exists()
+    dry = api.vacuum_index(spark, index, retain_days=0, dry_run=True)
+    assert dry.removed and dry.set_files == [stray] and doomed.exists() and (sets / "0badf00d.bin").exists()
     done = api.vacuum_index(spark, index, retain_days=0)
-    assert done.trimmed == [batch_part] and done.kept == [future.name]
+    assert done.trimmed == [batch_part] and done.kept == [future.name] and done.set_files == [stray]
+    assert sorted(p.name for p in sets.iterdir()) == written
     assert sorted(done.removed) == sorted({*old["parts"], doomed.name} - {batch_part})
     later = housekeeping.vacuum(spark, index, retain_days=0, now=time.time() + 1.5 * housekeeping.DAY)
     assert later.removed == [future.name] and not future.exists()

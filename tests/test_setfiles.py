@@ -3,6 +3,7 @@ as written, in any row order and across files, a damaged file is a clear error, 
 whose parts mix both layouts (and its compaction) gives the clusters of one full run."""
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup_spark import api, columns as C
+from neardup_spark.config import ConfigError
 from neardup_spark.archive import setfiles
 from neardup_spark.archive.index import open_index
 
@@ -43,13 +45,9 @@ def _written(folder: Path, batches: list[list[pa.RecordBatch]]) -> pa.Table:
                             pa.array([None if x is None else str(folder / x) for x in names], pa.string()))
 
 
-def _read(table: pa.Table, chunk: int) -> dict:
-    files = setfiles._Files()
-    try:
-        with ThreadPoolExecutor(4) as pool:
-            out = [b for batch in table.to_batches(max_chunksize=chunk) for b in setfiles.fill(batch, [_IDS], pool, files)]
-    finally:
-        files.close()
+def _read(table: pa.Table, chunk: int, threads: int = 4) -> dict:
+    with ThreadPoolExecutor(threads) as pool:
+        out = [b for batch in table.to_batches(max_chunksize=chunk) for b in setfiles.fill(batch, [_IDS], pool)]
     got = pa.Table.from_batches(out)
     assert got.num_rows == table.num_rows
     return dict(zip(got.column(_IDS).to_pylist(), got.column(C.SHINGLES).to_pylist()))
@@ -104,6 +102,62 @@ def test_a_missing_or_short_set_file_is_a_clear_error(tmp_path):
         _read(table, 100)
 
 
+@pytest.mark.compat
+def test_a_reader_holds_one_file_open_a_thread(tmp_path, monkeypatch):
+    """An index of many parts has many set files, and one batch meets most of them: the open
+    files stay bounded by the reads in flight, not by the files met."""
+    rng = np.random.default_rng(5)
+    sets = _sets(rng, 1200)
+    batch = pa.RecordBatch.from_arrays([pa.array(range(1200), pa.int64()), pa.array(sets, pa.binary())],
+                                       names=[_IDS, C.SHINGLES])
+    table = _written(tmp_path, [[batch.slice(i, 30)] for i in range(0, 1200, 30)])
+    assert len(os.listdir(tmp_path)) == 40
+    lock, now, most = threading.Lock(), set(), [0]
+    real_open, real_close = os.open, os.close
+
+    def opened(path, flags, *more):
+        fd = real_open(path, flags, *more)
+        with lock:
+            now.add(fd)
+            most[0] = max(most[0], len(now))
+        return fd
+
+    def closed(fd):
+        with lock:
+            now.discard(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(setfiles.os, "open", opened)
+    monkeypatch.setattr(setfiles.os, "close", closed)
+    assert _read(table.take(pa.array(rng.permutation(1200))), 1200, threads=3) == dict(enumerate(sets))
+    assert 1 <= most[0] <= 3 and not now
+
+
+@pytest.mark.compat
+def test_the_set_files_no_document_names_are_found(tmp_path):
+    """What a failed task attempt leaves in a part's sets/ folder, and nothing else."""
+    rng = np.random.default_rng(9)
+    sets = _sets(rng, 600)
+    batch = pa.RecordBatch.from_arrays([pa.array(range(600), pa.int64()), pa.array(sets, pa.binary())],
+                                       names=[_IDS, C.SHINGLES])
+    part = tmp_path / "part"
+    assert setfiles.unreferenced(str(part)) == []
+    rows = list(setfiles.writer(str(part / setfiles.SETS), [_IDS])(iter([batch.slice(0, 300)])))
+    rows += list(setfiles.writer(str(part / setfiles.SETS), [_IDS])(iter([batch.slice(300, 300)])))
+    (part / "docs").mkdir()
+    assert setfiles.unreferenced(str(part)) == []  # a docs table without files: none named, none found
+    for i, written in enumerate(rows):  # as Spark writes it: dictionary pages, several row groups
+        pq.write_table(pa.Table.from_batches([written]), part / "docs" / f"part-{i}.parquet", row_group_size=64)
+    (part / "docs" / "_SUCCESS").write_bytes(b"")
+    list(setfiles.writer(str(part / setfiles.SETS), [_IDS])(iter([batch.slice(0, 100)])))  # a failed attempt's
+    named = {name for r in rows for name in r.column(setfiles.SETS_FILE).to_pylist() if name}
+    (stray,) = set(os.listdir(part / setfiles.SETS)) - named
+    assert setfiles.unreferenced(str(part)) == [stray]
+    (part / "docs" / "part-1.parquet").write_bytes(b"not parquet")
+    with pytest.raises(setfiles.SetFileError, match="cannot read"):
+        setfiles.unreferenced(str(part))
+
+
 def _layout(index: str) -> list[str]:
     """Each part's set layout: 'files' (a docs table with a locator and a sets/ folder) or 'parquet'."""
     out = []
@@ -117,6 +171,10 @@ def _layout(index: str) -> list[str]:
             assert C.SHINGLES in names and not (Path(index) / "parts" / part / setfiles.SETS).exists()
             out.append("parquet")
     return out
+
+
+def _format(index: str) -> int:
+    return open_index(index).manifest["format"]
 
 
 def _append_cfg(batch: str, index: str, out: Path, **more):
@@ -133,16 +191,43 @@ def test_an_index_of_both_layouts_and_its_compaction_give_one_full_run(spark, tm
     index = str(tmp_path / "index")
     # An index written before this layout (or on a Hadoop filesystem): sets in Parquet.
     api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index, "index.set_layout": "parquet"}))
+    assert _format(index) == 2  # releases that read format 2 still open it
     api.run(spark, _append_cfg(paths[1], index, tmp_path / "out1"))
-    assert _layout(index) == ["parquet", "files"]
+    assert _layout(index) == ["parquet", "files"] and _format(index) == 3
     api.run(spark, _append_cfg(paths[2], index, tmp_path / "out2", **{"index.set_layout": "parquet"}))
-    assert _layout(index) == ["parquet", "files", "parquet"]
+    assert _layout(index) == ["parquet", "files", "parquet"] and _format(index) == 3
     for name in ("mixed", "compacted"):
         (tmp_path / name).mkdir()
     _assert_index_is_a_full_run(spark, index, rows, tmp_path / "mixed")
     api.compact_index(spark, index)
     assert _layout(index) == ["files"]
     _assert_index_is_a_full_run(spark, index, rows, tmp_path / "compacted")
+    # One part, rewritten when it is not in the layout asked for, and left alone when it is.
+    assert api.compact_index(spark, index, "parquet").part is not None and _layout(index) == ["parquet"]
+    assert _format(index) == 2
+    (tmp_path / "parquet").mkdir()
+    _assert_index_is_a_full_run(spark, index, rows, tmp_path / "parquet")
+    assert api.compact_index(spark, index, "parquet").part is None
+    assert api.compact_index(spark, index).part is not None and _layout(index) == ["files"] and _format(index) == 3
+    assert api.compact_index(spark, index, "files").part is None
+    with pytest.raises(ConfigError, match="set_layout must be one of"):
+        api.compact_index(spark, index, "Files")
+
+
+def test_an_index_of_set_files_opened_at_a_uri_is_refused_before_any_work(spark, tmp_path):
+    from neardup_spark import cli
+    from neardup_spark.archive.index import IndexError_
+    from . import oracles
+
+    paths = oracles.split_into_nights(pd.read_json(cli.SAMPLE, lines=True), tmp_path, seed=5)
+    index = tmp_path / "index"
+    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": str(index)}))
+    before = sorted(p.name for p in index.rglob("*"))
+    with pytest.raises(IndexError_, match="keeps its shingle sets in files read by position"):
+        api.run(spark, _append_cfg(paths[1], f"file://{index}", tmp_path / "out"))
+    with pytest.raises(IndexError_, match="keeps its shingle sets in files read by position"):
+        api.compact_index(spark, f"file://{index}", "parquet")
+    assert sorted(p.name for p in index.rglob("*")) == before and not (tmp_path / "out").exists()
 
 
 def test_set_files_on_a_hadoop_filesystem_are_refused_before_any_work(spark, tmp_path):

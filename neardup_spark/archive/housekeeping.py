@@ -21,6 +21,9 @@ only when no reader can still want it:
   (IN_FLIGHT_FLOOR) whatever the retention;
 - a replaced part that holds a landed batch's own results keeps `output/`:
   re-running that batch re-emits them from there.
+- in a listed part, a set file no document names (`setfiles.unreferenced`:
+  a task attempt that failed, or lost to another attempt, wrote it) goes
+  once it is older than the retention.
 
 Both are safe to kill at any point: a killed compaction leaves an orphan, a
 killed vacuum leaves parts that nobody reads, partly removed.
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import calendar
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -38,8 +42,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
-from neardup_spark.archive import index as ix
+from neardup_spark.archive import index as ix, setfiles
 from neardup_spark.errors import NeardupError
+from neardup_spark.runtime.filestore import LocalStore
 from neardup_spark.runtime.storage import kill_point
 
 DAY = 86_400.0
@@ -68,17 +73,22 @@ class Vacuum:
     removed: list[str]  # whole parts
     trimmed: list[str]  # replaced parts of landed batches: all but output/ removed
     kept: list[str]  # parts not listed by the newest version but younger than the retention
+    set_files: list[str]  # files of listed parts' sets/ folders that no document names (failed task attempts)
 
 
-def compact(spark: SparkSession, path: str) -> Compaction:
-    """Rewrite the index at `path` as one part with the same meaning, committed as the next version.
+def compact(spark: SparkSession, path: str, set_layout: str = "auto") -> Compaction:
+    """Rewrite the index at `path` as one part with the same meaning, committed as the next
+    version, its shingle sets kept as `set_layout` says (`index.sets_folder`). An index of one
+    part already in that layout is left as it is.
 
     Raises ConcurrentCommitError (and changes nothing) when another run commits first."""
     idx = ix.open_index(path, spark)
     version = int(idx.manifest["version"])
-    if len(idx.parts) == 1:
-        return Compaction(version, version, [], None, int(idx.manifest["documents"]))
     part = ix.new_part_name(version + 1)
+    sets = ix.sets_folder(idx.store, part, set_layout)  # "files" where it cannot be: refused now
+    idx.check_sets_readable(spark)
+    if len(idx.parts) == 1 and _in_files(spark, idx, idx.parts[0]) == (sets is not None):
+        return Compaction(version, version, [], None, int(idx.manifest["documents"]))
     docs = idx.docs(spark)
     docs = idx.sets_of(docs, [c for c in docs.columns if c not in ix.set_columns(docs)])
     keys = None  # the build's stripped lines (boilerplate on), which every batch strips too
@@ -89,12 +99,12 @@ def compact(spark: SparkSession, path: str) -> Compaction:
     stored = idx.pairs(spark)
     ix.write_part(idx.part_path(part), docs, idx.bands(spark), idx.assignments(spark),
                   outputs={"pairs": stored} if stored is not None else None, boilerplate=keys,
-                  sets=ix.sets_folder(idx.store, part))
+                  sets=sets)
     _check_part(spark, idx, part, int(idx.manifest["documents"]))
     kill_point("before_compaction_commit")
     manifest = {
         **idx.manifest,
-        "format": ix.FORMAT,
+        "format": ix.manifest_format(sets is not None),
         "version": version + 1,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "parts": [part],
@@ -102,6 +112,12 @@ def compact(spark: SparkSession, path: str) -> Compaction:
     }
     ix.commit(idx.store, manifest, expected_version=version)
     return Compaction(version, version + 1, idx.parts, part, int(idx.manifest["documents"]))
+
+
+def _in_files(spark: SparkSession, idx: ix.Index, part: str) -> bool:
+    """Whether a part keeps its documents' shingle sets in files (`setfiles`)."""
+    docs = ix.read_table(spark, idx.store, f"parts/{part}/docs")
+    return docs is not None and setfiles.has_locator(docs.columns)
 
 
 def _check_part(spark: SparkSession, idx: ix.Index, part: str, documents: int) -> None:
@@ -147,7 +163,26 @@ def vacuum(spark: SparkSession | None, path: str, retain_days: float = 7.0, dry_
             removed.append(part)
             if not dry_run:
                 store.delete(rel)
-    return Vacuum(removed, trimmed, kept)
+    orphans = _orphan_set_files(idx, now - retain_days * DAY)
+    if not dry_run:
+        for rel in orphans:
+            store.delete(rel)
+    return Vacuum(removed, trimmed, kept, orphans)
+
+
+def _orphan_set_files(idx: ix.Index, cutoff: float) -> list[str]:
+    """The set files of the listed parts that no docs row names, untouched since the cutoff.
+    A listed part is complete (its run's write ended before its commit): no task adds to it."""
+    if not isinstance(idx.store, LocalStore):
+        return []
+    out = []
+    for part in idx.parts:
+        for name in setfiles.unreferenced(os.path.join(idx.store.root, "parts", part)):
+            rel = f"parts/{part}/{setfiles.SETS}/{name}"
+            mtime = idx.store.newest_mtime(rel)
+            if mtime is not None and mtime < cutoff:
+                out.append(rel)
+    return out
 
 
 def _unneeded(store, part: str, replaced_at: dict[str, float], version: int, cutoff: float, now: float) -> bool:

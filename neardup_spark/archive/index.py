@@ -65,7 +65,10 @@ from neardup_spark.stages.write import parquet_writes
 from neardup_spark.version import __version__
 
 # 3: a part's docs may keep the shingle sets in flat files (`setfiles`); 2: committed by
-# create-if-absent in manifests/; 1 (same tables, committed by rename) still opens.
+# create-if-absent in manifests/; 1 (same tables, committed by rename) still opens. A
+# manifest says 3 only once a part may have set files (`manifest_format`): an index whose
+# sets are all in Parquet (at a URI, or set_layout = "parquet") stays open to releases
+# that read 2.
 FORMAT = 3
 READABLE_FORMATS = (1, 2, 3)
 MANIFEST = "manifest.json"
@@ -224,9 +227,22 @@ class Index:
         if not setfiles.has_locator(rows.columns):
             return rows.select(*keep, C.SHINGLES)
         if not isinstance(self.store, LocalStore):
-            raise IndexError_(f"the index at {self.path!r} keeps its shingle sets in files read by position, "
-                              "which needs a local or mounted path: open it at such a path")
+            raise self._sets_unreadable()
         return setfiles.filled(rows, keep)
+
+    def check_sets_readable(self, spark: SparkSession) -> None:
+        """Before any work of a run that reads shingle sets: an index whose sets are in files
+        (`setfiles`), opened at a URI, is refused (only the parts' docs schemas are read)."""
+        if isinstance(self.store, LocalStore):
+            return
+        docs = self._union(spark, "docs")
+        if docs is not None and setfiles.has_locator(docs.columns):
+            raise self._sets_unreadable()
+
+    def _sets_unreadable(self) -> "IndexError_":
+        return IndexError_(f"the index at {self.path!r} keeps its shingle sets in files read by position, "
+                           "which needs a local or mounted path: open it at such a path (the same mount on "
+                           "every node)")
 
     def bands(self, spark: SparkSession, ranges: tuple[int, ...] | None = None) -> DataFrame:
         """(bucket, doc_id) of every live archived band row; with `ranges`, only the rows of
@@ -444,12 +460,20 @@ def _refresh_copy(store: Store, text: str, version: int) -> None:
     store.put(MANIFEST, text)
 
 
-def next_manifest(previous: dict | None, plan: Plan, part: str, fingerprint: str, documents: int) -> dict:
-    """The manifest after adding `part` (a build when previous is None); `previous` may
-    already list uncommitted parts of this run (see `Index.with_part`)."""
+def manifest_format(set_files: bool, previous: dict | None = None) -> int:
+    """The format of a manifest whose new part keeps its sets in files (`set_files`) or not,
+    listing the parts of `previous` too (one of which may have set files if it says 3)."""
+    return FORMAT if set_files or (previous or {}).get("format") == FORMAT else 2
+
+
+def next_manifest(previous: dict | None, plan: Plan, part: str, fingerprint: str, documents: int,
+                  set_files: bool) -> dict:
+    """The manifest after adding `part` (a build when previous is None), whose sets are in
+    files if `set_files`; `previous` may already list uncommitted parts of this run (see
+    `Index.with_part`)."""
     version = (previous or {}).get("version", 0) + 1
     return {
-        "format": FORMAT,
+        "format": manifest_format(set_files, previous),
         "version": version,
         "neardup_spark_version": __version__,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -236,13 +236,14 @@ def _write_build(spark: SparkSession, plan: Plan, store, output: str | None, res
             assign = result.clusters
             if result.components is not None:  # keeper linkage: each document's component too
                 assign = assign.join(result.components, C.DOC_ID)
+            sets = ix.sets_folder(store, part, cfg.index.set_layout)
             ix.write_part(f"{store.uri}/parts/{part}", table.select(*_doc_columns(plan)), bands, assign,
-                          outputs={"pairs": result.pairs}, boilerplate=keys,
-                          sets=ix.sets_folder(store, part, cfg.index.set_layout))
+                          outputs={"pairs": result.pairs}, boilerplate=keys, sets=sets)
             tables = None
             if output or cfg.output.table:
                 tables = write_outputs(spark, result, cfg, output)
-            manifest = ix.next_manifest(None, plan, part, "build", result.report["counts"]["documents"])
+            manifest = ix.next_manifest(None, plan, part, "build", result.report["counts"]["documents"],
+                                        set_files=sets is not None)
             manifest["batches"] = {}
             kill_point("before_manifest")
             ix.commit(store, manifest, expected_version=0)
@@ -291,6 +292,7 @@ def append(spark: SparkSession, plan: Plan) -> Report:
     idx = ix.open_index(cfg.index.path, spark)
     ix.check_params(idx.manifest, plan)
     _check_band_probe(cfg, idx)
+    idx.check_sets_readable(spark)
     ix.sets_folder(idx.store, "", cfg.index.set_layout)  # "files" where it cannot be: refused now
     _probe(spark, cfg.index.path, cfg.output.path)
     with checkpoint_dir(spark, cfg, cfg.output.path):
@@ -728,11 +730,12 @@ def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, r
         # sorted every band row by _nid.
         ids = _maybe_broadcast(table.select(C.NID, C.DOC_ID), counts["new_documents"])
         new_bands = found.banded.join(ids, C.NID).select(C.BUCKET, C.DOC_ID)
+        sets = ix.sets_folder(idx.store, part, cfg.index.set_layout)
         ix.write_part(part_dir, table.select(*_doc_columns(plan)), new_bands, assigned,
-                      outputs={"clusters": clusters, "pairs": pairs}, parallel=True,
-                      sets=ix.sets_folder(idx.store, part, cfg.index.set_layout))
+                      outputs={"clusters": clusters, "pairs": pairs}, parallel=True, sets=sets)
         kill_point("before_manifest")
-        manifest = ix.next_manifest(idx.manifest, plan, part, fingerprint, counts["new_documents"] - counts["replaced"])
+        manifest = ix.next_manifest(idx.manifest, plan, part, fingerprint, counts["new_documents"] - counts["replaced"],
+                                    set_files=sets is not None)
         ix.commit(idx.store, manifest, expected_version=version)
         kill_point("after_manifest")
         tables = _copy_output(spark, idx, part, cfg)

@@ -28,11 +28,13 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 from pyspark.sql import DataFrame
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from neardup_spark import columns as C
 from neardup_spark.errors import NeardupError
+from neardup_spark.kernels.sets import binary_parts
 
 SETS = "sets"  # a part's folder of set files
 SETS_FILE, SETS_OFFSET, SETS_LENGTH = "sets_file", "sets_offset", "sets_length"
@@ -77,7 +79,8 @@ def writer(folder: str, keep: list[str]):
                     os.makedirs(folder, exist_ok=True)
                     fh = open(os.path.join(folder, name), "xb")  # noqa: SIM115 - closed below
                 column = batch.column(batch.schema.get_field_index(C.SHINGLES))
-                starts, lengths, body = _binary_parts(column)
+                bounds, body = binary_parts(column)
+                starts, lengths = bounds[:-1], np.diff(bounds)
                 fh.write(body)
                 valid = column.is_valid()
                 located = [pa.array([name] * len(column), pa.string()), pa.array(at + starts, pa.int64()),
@@ -94,18 +97,6 @@ def writer(folder: str, keep: list[str]):
     return run
 
 
-def _binary_parts(column: pa.Array) -> tuple[np.ndarray, np.ndarray, memoryview]:
-    """A binary array -> (each value's start in body, its length, the values' bytes in order)."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    width = np.int64 if pa.types.is_large_binary(column.type) else np.int32
-    offsets = np.frombuffer(column.buffers()[1], dtype=width)[column.offset:column.offset + len(column) + 1]
-    offsets = offsets.astype(np.int64)
-    data = column.buffers()[2]
-    body = memoryview(data)[offsets[0]:offsets[-1]] if data is not None else memoryview(b"")
-    return offsets[:-1] - offsets[0], np.diff(offsets), body
-
-
 def filled(rows: DataFrame, keep: list[str]) -> DataFrame:
     """rows(keep..., [shingles], sets_file, sets_offset, sets_length) -> (keep..., shingles):
     a row with a sets_file gets its set read from there (sets_file being an absolute path);
@@ -120,42 +111,15 @@ def reader(keep: list[str]):
     """The task function of `filled`."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        files = _Files()
-        try:
-            with ThreadPoolExecutor(READ_THREADS) as pool:
-                for batch in batches:
-                    if batch.num_rows:
-                        yield from fill(batch, keep, pool, files)
-        finally:
-            files.close()
+        with ThreadPoolExecutor(READ_THREADS) as pool:
+            for batch in batches:
+                if batch.num_rows:
+                    yield from fill(batch, keep, pool)
 
     return run
 
 
-class _Files:
-    """Open file descriptors by path, for one task."""
-
-    def __init__(self):
-        self._fds: dict[str, int] = {}
-
-    def fd(self, path: str) -> int:
-        fd = self._fds.get(path)
-        if fd is None:
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
-                raise SetFileError(f"the index's set file {path} is missing: the index is damaged "
-                                   "(copied without its parts' sets/ folders?)") from None
-            self._fds[path] = fd
-        return fd
-
-    def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
-
-
-def fill(batch: pa.RecordBatch, keep: list[str], pool, files: _Files) -> Iterator[pa.RecordBatch]:
+def fill(batch: pa.RecordBatch, keep: list[str], pool) -> Iterator[pa.RecordBatch]:
     """One batch of `filled`: its rows with a file, their sets read (in file and offset order,
     the way the rows come out), then the others as they are."""
     names = batch.schema.names
@@ -181,7 +145,7 @@ def fill(batch: pa.RecordBatch, keep: list[str], pool, files: _Files) -> Iterato
     while lo < len(order):  # pieces under OUT_BYTES: a binary array's offsets are int32
         base = ends[lo - 1] if lo else 0
         hi = max(lo + 1, int(np.searchsorted(ends, base + OUT_BYTES, side="right")))
-        body = read_sets(path[lo:hi], offset[lo:hi], length[lo:hi], pool, files)
+        body = read_sets(path[lo:hi], offset[lo:hi], length[lo:hi], pool)
         bounds = np.concatenate(([0], ends[lo:hi] - base)).astype(np.int32)
         out = pa.BinaryArray.from_buffers(pa.binary(), hi - lo, [None, pa.py_buffer(bounds), pa.py_buffer(body)])
         piece = taken.slice(lo, hi - lo)
@@ -190,10 +154,11 @@ def fill(batch: pa.RecordBatch, keep: list[str], pool, files: _Files) -> Iterato
         lo = hi
 
 
-def read_sets(path: np.ndarray, offset: np.ndarray, length: np.ndarray, pool, files: _Files) -> np.ndarray:
+def read_sets(path: np.ndarray, offset: np.ndarray, length: np.ndarray, pool) -> np.ndarray:
     """The bytes of sets (path[i], offset[i], length[i]), sorted by path, offset and length, one after
     another. Sets close together are read with one call (`MERGE_GAP`, `MAX_READ`); the calls
-    are spread over the pool's threads."""
+    are spread over the pool's threads, each holding one file open at a time (an index of
+    many parts has many set files, and a task meets most of them)."""
     n = len(path)
     out = np.empty(int(length.sum()), dtype=np.uint8)
     if not n:
@@ -213,24 +178,52 @@ def read_sets(path: np.ndarray, offset: np.ndarray, length: np.ndarray, pool, fi
                 reads.append((first, j))
                 first = j
         reads.append((first, stop))
-    fds = {p: files.fd(p) for p in np.unique(path)}
-
     def run(chunk: list[tuple[int, int]]) -> None:
-        for lo, hi in chunk:
-            base = int(offset[lo])
-            size = int(end[hi - 1] - base)
-            got = _pread(fds[path[lo]], size, base)
-            if len(got) < size:
-                raise SetFileError(f"the index's set file {path[lo]} ends at {base + len(got)} bytes; the docs "
-                                   f"table points at {size} bytes from {base}: the index is damaged")
-            view = np.frombuffer(got, dtype=np.uint8)
-            for k in range(lo, hi):
-                a = int(offset[k]) - base
-                out[dest[k]:dest[k] + length[k]] = view[a:a + length[k]]
+        with _OneOpen() as files:
+            for lo, hi in chunk:
+                base = int(offset[lo])
+                size = int(end[hi - 1] - base)
+                got = _pread(files.fd(path[lo]), size, base)
+                if len(got) < size:
+                    raise SetFileError(f"the index's set file {path[lo]} ends at {base + len(got)} bytes; the docs "
+                                       f"table points at {size} bytes from {base}: the index is damaged")
+                view = np.frombuffer(got, dtype=np.uint8)
+                for k in range(lo, hi):
+                    a = int(offset[k]) - base
+                    out[dest[k]:dest[k] + length[k]] = view[a:a + length[k]]
 
     per = max(1, -(-len(reads) // (READ_THREADS * 4)))
     list(pool.map(run, [reads[i:i + per] for i in range(0, len(reads), per)]))
     return out
+
+
+class _OneOpen:
+    """The file a thread reads from, opened when the path changes (reads come sorted by path)."""
+
+    def __init__(self):
+        self._path, self._fd = None, None
+
+    def fd(self, path: str) -> int:
+        if path != self._path:
+            self.close()
+            try:
+                self._fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                raise SetFileError(f"the index's set file {path} is missing: the index is damaged "
+                                   "(copied without its parts' sets/ folders?)") from None
+            self._path = path
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        self._path, self._fd = None, None
+
+    def __enter__(self) -> "_OneOpen":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _pread(fd: int, size: int, at: int) -> bytes:
@@ -245,3 +238,25 @@ def _pread(fd: int, size: int, at: int) -> bytes:
             break
         parts.append(more)
     return b"".join(parts)
+
+
+def unreferenced(part_dir: str) -> list[str]:
+    """The files of a local part's sets/ folder that no row of its docs table names: what task
+    attempts that failed (or lost to another attempt) wrote. Only the docs' sets_file column
+    is read; a part without set files, or whose docs table has no files, gives none."""
+    folder, docs = os.path.join(part_dir, SETS), os.path.join(part_dir, "docs")
+    if not os.path.isdir(folder) or not os.path.isdir(docs):
+        return []
+    files = set(os.listdir(folder))
+    try:
+        table = ds.dataset(docs, format=ds.ParquetFileFormat(
+            read_options=ds.ParquetReadOptions(dictionary_columns=[SETS_FILE])))
+        if not table.files or SETS_FILE not in table.schema.names:
+            return []
+        for batch in table.to_batches(columns=[SETS_FILE]):
+            column = batch.column(0)
+            names = column.dictionary if pa.types.is_dictionary(column.type) else pc.unique(column)
+            files.difference_update(names.to_pylist())
+    except (OSError, pa.ArrowInvalid) as e:
+        raise SetFileError(f"cannot read {docs} to find which set files it names: {e}") from None
+    return sorted(files)

@@ -9,18 +9,24 @@ import pyarrow as pa
 from neardup_spark.kernels import hashing
 
 
+def binary_parts(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A binary array -> (its values' bounds, int64 [n+1] from 0; their bytes, uint8, in order)."""
+    width = np.int64 if pa.types.is_large_binary(chunk.type) else np.int32
+    raw = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1]
+    raw = raw.astype(np.int64)
+    data = chunk.buffers()[2]
+    body = np.frombuffer(data, dtype=np.uint8)[raw[0]:raw[-1]] if data is not None else np.empty(0, np.uint8)
+    return raw - raw[0], body
+
+
 def set_arrays(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """Stored sets (binary of little-endian uint32) -> (offsets int64 [n+1], values uint32),
     row i's set being values[offsets[i]:offsets[i+1]]. Chunks are joined in numpy, so a
     partition may hold more than 2 GB of sets."""
     lengths, pieces = [], []
     for chunk in column.chunks:
-        width = np.int64 if pa.types.is_large_binary(chunk.type) else np.int32
-        raw = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1]
-        raw = raw.astype(np.int64)
-        data = chunk.buffers()[2]
-        body = np.frombuffer(data, dtype=np.uint8)[raw[0]:raw[-1]] if data is not None else np.empty(0, np.uint8)
-        sizes = np.diff(raw)
+        bounds, body = binary_parts(chunk)
+        sizes = np.diff(bounds)
         if (sizes % 4).any():
             raise ValueError("verify: a stored shingle set is not a whole number of uint32 values")
         pieces.append(body.view("<u4"))
