@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from itertools import groupby
 from typing import Iterator
 
 import numpy as np
@@ -178,52 +179,36 @@ def read_sets(path: np.ndarray, offset: np.ndarray, length: np.ndarray, pool) ->
                 reads.append((first, j))
                 first = j
         reads.append((first, stop))
+
     def run(chunk: list[tuple[int, int]]) -> None:
-        with _OneOpen() as files:
-            for lo, hi in chunk:
-                base = int(offset[lo])
-                size = int(end[hi - 1] - base)
-                got = _pread(files.fd(path[lo]), size, base)
-                if len(got) < size:
-                    raise SetFileError(f"the index's set file {path[lo]} ends at {base + len(got)} bytes; the docs "
-                                       f"table points at {size} bytes from {base}: the index is damaged")
-                view = np.frombuffer(got, dtype=np.uint8)
-                for k in range(lo, hi):
-                    a = int(offset[k]) - base
-                    out[dest[k]:dest[k] + length[k]] = view[a:a + length[k]]
+        for name, group in groupby(chunk, key=lambda r: path[r[0]]):  # reads come sorted by file
+            fd = _open(name)
+            try:
+                for lo, hi in group:
+                    base = int(offset[lo])
+                    size = int(end[hi - 1] - base)
+                    got = _pread(fd, size, base)
+                    if len(got) < size:
+                        raise SetFileError(f"the index's set file {name} ends at {base + len(got)} bytes; the "
+                                           f"docs table points at {size} bytes from {base}: the index is damaged")
+                    view = np.frombuffer(got, dtype=np.uint8)
+                    for k in range(lo, hi):
+                        a = int(offset[k]) - base
+                        out[dest[k]:dest[k] + length[k]] = view[a:a + length[k]]
+            finally:
+                os.close(fd)
 
     per = max(1, -(-len(reads) // (READ_THREADS * 4)))
     list(pool.map(run, [reads[i:i + per] for i in range(0, len(reads), per)]))
     return out
 
 
-class _OneOpen:
-    """The file a thread reads from, opened when the path changes (reads come sorted by path)."""
-
-    def __init__(self):
-        self._path, self._fd = None, None
-
-    def fd(self, path: str) -> int:
-        if path != self._path:
-            self.close()
-            try:
-                self._fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
-                raise SetFileError(f"the index's set file {path} is missing: the index is damaged "
-                                   "(copied without its parts' sets/ folders?)") from None
-            self._path = path
-        return self._fd
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-        self._path, self._fd = None, None
-
-    def __enter__(self) -> "_OneOpen":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+def _open(path: str) -> int:
+    try:
+        return os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise SetFileError(f"the index's set file {path} is missing: the index is damaged "
+                           "(copied without its parts' sets/ folders?)") from None
 
 
 def _pread(fd: int, size: int, at: int) -> bytes:
