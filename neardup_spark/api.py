@@ -16,6 +16,7 @@ cfg.output, cfg.index) in the SparkSession they are given; `deduplicate`,
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, ContextManager, Sequence
 
 import pandas as pd
@@ -31,12 +32,13 @@ from neardup_spark.runtime.report import Report
 from neardup_spark.runtime.runner import Runner
 from neardup_spark.runtime.session import input_bytes_of, is_local_master, master_of
 from neardup_spark.runtime.sizing import sized
-from neardup_spark.runtime.storage import checkpoint_dir, probe_executor_writes
+from neardup_spark.runtime.publish import publishing
+from neardup_spark.runtime.storage import PROBE_PREFIX, checkpoint_dir, probe_executor_writes
 from neardup_spark.stages import pipeline
 from neardup_spark.stages.components import check_backend
 from neardup_spark.stages.pipeline import DedupResult
 from neardup_spark.stages.read import read_input
-from neardup_spark.stages.write import check_paths, check_table_output, write_outputs, write_report
+from neardup_spark.stages.write import check_paths, check_table_output, result_tables, write_outputs
 from neardup_spark.tools import calibrate as _calibrate
 from neardup_spark.tools import evaluate as _evaluate
 from neardup_spark.tools import figures
@@ -133,15 +135,17 @@ def run(spark: SparkSession, cfg: Config) -> Report:
     with checkpoint_dir(spark, cfg, cfg.output.path), sized(spark, input_bytes_of(cfg.input)):
         result = pipeline.deduplicate(raw, plan)
         writing = Runner(spark)
-        with writing.stage("write"):
-            tables = write_outputs(spark, result, cfg, cfg.output.path)
-    plots = None
-    if cfg.output.plots:
-        with writing.stage("plots"):
-            plots = figures.write_run_plots(result, cfg, local_path(cfg.output.path))
-    result.report = result.report.with_(stage_seconds=writing.seconds, plots=plots, output=cfg.output.path,
-                                        tables=tables, wall_seconds=round(time.perf_counter() - start, 3))
-    write_report(result.report, cfg.output.path, spark)
+        with publishing(spark, cfg.output.path, cfg.output.mode, leftovers=(PROBE_PREFIX,)) as pub:
+            with writing.stage("write"):
+                tables = write_outputs(spark, result, cfg, pub)
+            plots = None
+            if cfg.output.plots:
+                with writing.stage("plots"):
+                    staged = figures.write_run_plots(result, cfg, pub.local_stage)
+                plots = [str(Path(local_path(cfg.output.path)) / Path(p).name) for p in staged]
+            result.report = result.report.with_(stage_seconds=writing.seconds, plots=plots, output=cfg.output.path,
+                                                tables=tables, wall_seconds=round(time.perf_counter() - start, 3))
+            pub.commit(result.report, expect=[] if tables else list(result_tables(result)))
     result.unpersist()
     return result.report
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from contextlib import nullcontext
@@ -15,9 +16,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from neardup_spark.config import Config, load_config, require_io_paths
-from neardup_spark.errors import NeardupError
+from neardup_spark.errors import NeardupError, io_failure
 from neardup_spark.runtime.progress import current_progress, progress_to
 from neardup_spark.runtime.tables import table_name
+from neardup_spark.runtime.terminal import printable
 from neardup_spark.version import __version__
 
 SAMPLE = Path(__file__).parent / "data" / "sample.jsonl.gz"
@@ -503,9 +505,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     _check_local_input(cfg)
-    clusters_path = args.clusters.rstrip("/")
-    if Path(clusters_path, "clusters").is_dir():
-        clusters_path = f"{clusters_path}/clusters"
+    from neardup_spark.runtime.publish import MARKER, settle
+
+    run_output = args.clusters.rstrip("/")
+    clusters_path = run_output
+    if Path(run_output, "clusters").is_dir() or Path(run_output, MARKER).is_file():
+        clusters_path = f"{run_output}/clusters"
     elif not Path(clusters_path).exists() and ":" not in clusters_path.split("/")[0]:
         raise NeardupError(f"no clusters at {args.clusters!r}: give a run's output directory or its clusters/ table")
     from neardup_spark.tools.evaluate import score
@@ -518,6 +523,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         if missing:
             raise NeardupError(f"the labelled input has no column(s) {', '.join(missing)}; it has {', '.join(raw.columns)}")
         labels = raw.select(raw[cfg.input.id_col].alias("doc_id"), *wanted[1:])
+        if clusters_path != run_output:
+            interrupted = settle(spark, run_output)  # a stopped run's publication: completed first
+            if interrupted:
+                raise NeardupError(f"{run_output}: {interrupted}")
         clusters = spark.read.parquet(clusters_path)
         return score(clusters, labels, label_col=args.labels_col, edit_col=args.edit_col)
 
@@ -614,13 +623,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return main(argv)
 
 
-def _cmd_inspect(args: argparse.Namespace) -> int:
+def _require_finished(output: str) -> None:
+    """A local run output holds report.json (or a stopped run's publication, which the
+    session completes), checked before the JVM starts."""
     from neardup_spark.runtime.paths import local_file
+    from neardup_spark.runtime.publish import MARKER
 
+    here = local_file(output)
+    if here is not None and not (here / "report.json").is_file() and not (here / MARKER).is_file():
+        raise NeardupError(f"{output} holds no finished run (no report.json)")
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
-    here = local_file(args.run_output)
-    if here is not None and not (here / "report.json").is_file():
-        raise NeardupError(f"{args.run_output} holds no finished run (no report.json)")
+    _require_finished(args.run_output)
     if args.sample is not None and args.sample < 1:
         raise NeardupError(f"--sample takes a positive number; got {args.sample}")
     if args.max_members < 0:
@@ -655,12 +671,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from neardup_spark.runtime.paths import local_file
-
     cfg = config_from_args(args)
-    here = local_file(args.run_output)
-    if here is not None and not (here / "report.json").is_file():
-        raise NeardupError(f"{args.run_output} holds no finished run (no report.json)")
+    _require_finished(args.run_output)
     target = Path(args.html)
     if not target.parent.is_dir():
         raise NeardupError(f"cannot write {args.html}: {target.parent} is not a directory")
@@ -697,8 +709,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return commands[args.command](args)
     except NeardupError as exc:
-        print(f"neardup: error: {exc}", file=sys.stderr)
+        print(f"neardup: error: {printable(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:  # noqa: BLE001 - storage failures become one line; anything else stays a trace
+        failure = io_failure(exc)
+        if failure is None:
+            raise
+        print(f"neardup: error: {printable(_io_line(args, failure, exc))}", file=sys.stderr)
+        return 2
+
+
+def _io_line(args: argparse.Namespace, failure: tuple[str, str | None, str], exc: BaseException) -> str:
+    """One line for a storage failure: what happened, where, what to do, and where the trace went."""
+    what, path, todo = failure
+    if path is None:  # the JVM did not say: the places this command writes
+        named = [p for p in (getattr(args, "output", None), getattr(args, "index", None)) if p]
+        path = " or ".join(named) if named else None
+    where = f" at {path}" if path else ""
+    return (f"{what}{where}: {todo}, then run the same command again (outputs and index versions are published "
+            f"whole or not at all; {_trace_to_log(exc)})")
+
+
+def _trace_to_log(exc: BaseException) -> str:
+    """The full trace written to a log file; says where (or why not)."""
+    import tempfile
+    import traceback
+
+    from neardup_spark.runtime.session import log_dir
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    for folder in (log_dir(), Path(tempfile.gettempdir())):
+        if folder is None:
+            continue
+        target = folder / f"neardup-error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        try:
+            target.write_text(text, encoding="utf-8")
+            return f"the full trace is in {target}"
+        except OSError:
+            continue
+    return "the trace could not be saved: the disk is full or not writable"
 
 
 def job() -> None:

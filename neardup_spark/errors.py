@@ -1,5 +1,9 @@
 """Errors that stop a run before heavy work, each with a one-line message."""
 
+from __future__ import annotations
+
+import re
+
 
 class NeardupError(Exception):
     """Base class: the CLI prints these as one line and exits with status 2."""
@@ -60,3 +64,47 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
         if any(n in " ".join(chain) for n in needles):
             return f"{first}; {hint}"
     return first
+
+
+# Storage failures a user can act on, as the JVM or the OS words them: (what happened, what to do).
+_IO_FAILURES = (
+    (("No space left on device", "ENOSPC", "Disk quota exceeded", "EDQUOT", "DiskOutOfSpace", "QuotaExceeded"),
+     "no space left on the device", "free space there, or give a path on a larger disk"),
+    (("Permission denied", "EACCES", "AccessControlException", "AccessDeniedException", "Operation not permitted",
+      "Read-only file system", "EROFS"),
+     "no permission", "give the user this job runs as write access there, or choose another path"),
+    (("FileNotFoundException", "No such file or directory", "PATH_NOT_FOUND", "Path does not exist", "ENOENT"),
+     "a file is missing", "check that nothing else removed or moved files there while the job ran"),
+)
+_PATH = re.compile(r"(?:(?:file|hdfs|s3a?|abfss?|wasbs?|gs|dbfs|viewfs):/*)?/[^\s'\"`,;:()\[\]]+")
+
+
+def writing(exc: BaseException, path: str) -> BaseException:
+    """`exc` marked as raised while writing `path` (unless an inner call named a path first):
+    a storage failure then names it even where the JVM's message does not."""
+    if getattr(exc, "neardup_path", None) is None:
+        try:
+            exc.neardup_path = path
+        except AttributeError:  # pragma: no cover - an exception type without a __dict__
+            pass
+    return exc
+
+
+def io_failure(exc: BaseException) -> tuple[str, str | None, str] | None:
+    """(what happened, the path named, what to do) when `exc`, or the JVM error behind it, is a
+    storage failure a user can act on (a full disk, no permission, a missing file); else None."""
+    texts = []
+    seen: BaseException | None = exc
+    while seen is not None and len(texts) < 10:
+        texts += [str(seen), *java_causes(seen)]
+        if isinstance(seen, OSError) and seen.filename:
+            texts.insert(0, f"{seen.strerror}: {seen.filename}")
+        seen = seen.__cause__ or seen.__context__
+    text = "\n".join(texts)
+    for needles, what, todo in _IO_FAILURES:
+        hits = [line for line in text.splitlines() if any(n in line for n in needles)]
+        if hits:
+            found = getattr(exc, "neardup_path", None) or next(
+                (m.group(0) for line in hits for m in [_PATH.search(line)] if m), None)
+            return what, found, todo
+    return None

@@ -59,3 +59,18 @@ def test_an_index_of_format_1_opens(tmp_path):
     ix.commit(str(root), _manifest(2, ["a", "b"]), expected_version=1)
     assert ix.open_index(str(root)).parts == ["a", "b"]
     assert json.loads((root / "manifest.json").read_text())["format"] == ix.FORMAT  # older releases now refuse it
+
+
+def test_a_damaged_newest_version_says_so_and_how_to_restore_it(tmp_path):
+    """A version file is written whole by its commit: one that does not parse was damaged later."""
+    root = str(tmp_path)
+    ix.commit(root, _manifest(1, ["a"]), expected_version=0)
+    ix.commit(root, _manifest(2, ["a", "b"]), expected_version=1)
+    newest = tmp_path / ix.VERSIONS / "v00002.json"
+    newest.write_bytes(newest.read_bytes()[:40])
+    with pytest.raises(ix.IndexError_, match=r"v00002.json is not valid JSON \(40 bytes.*damaged afterwards.*"
+                                             r"manifest.json beside it holds version 2 whole: copy it over"):
+        ix.open_index(root)
+    (tmp_path / "manifest.json").write_text("{")
+    with pytest.raises(ix.IndexError_, match="removing it opens version 1 instead, without what version 2 added"):
+        ix.open_index(root)

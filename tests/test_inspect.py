@@ -113,3 +113,36 @@ def test_inspect_refuses_an_append_output(tmp_path, capsys):
     (tmp_path / "report.json").write_text(json.dumps({"mode": "append", "config": {}}))
     assert cli.main(["inspect", str(tmp_path), "--doc", "1", *SPARK]) == 2
     assert "neardup index export" in capsys.readouterr().err
+
+
+# What a hostile document may carry: a title change (OSC 0), a screen clear, an OSC 8
+# hyperlink, a carriage return that overwrites the line, a bidirectional override.
+PAYLOADS = ["\x1b]0;PWNED\x07", "\x1b[2J", "\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\", "\r\x1b[K",
+            "\u202e"]
+
+
+def test_inspect_shows_control_characters_escaped(tmp_path, capsys):
+    """Ids, texts and diffs from the data never reach the terminal raw."""
+    rows = [{"id": "k\x1b]0;TITLE\x07", "text": STORY},
+            {"id": "d\r\x1b[K", "text": STORY.replace("tuesday", "tuesday " + " ".join(PAYLOADS)) + " x\x1b[2J"}]
+    pd.DataFrame(rows).to_json(tmp_path / "in.jsonl", orient="records", lines=True)
+    out = tmp_path / "out"
+    assert cli.main(["run", "--input", str(tmp_path / "in.jsonl"), "--format", "jsonl", "--output", str(out),
+                     "--threshold", "0.3", "--quiet", *SPARK]) == 0
+    capsys.readouterr()
+    assert cli.main(["inspect", str(out), "--doc", rows[1]["id"], *SPARK]) == 0
+    text = capsys.readouterr().out
+    assert "\\x1b]0;TITLE\\x07" in text and "d\\r\\x1b[K" in text and "\\u202e" in text
+    assert not any(ch in text for ch in "\x1b\x07\r\u202e"), repr(text)
+    # The error line of an unknown id is escaped too.
+    assert cli.main(["inspect", str(out), "--doc", "x\x1b[2Jy", *SPARK]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "x\\x1b[2Jy" in err
+
+
+def test_printable_escapes_controls_and_keeps_other_text():
+    from neardup_spark.runtime.terminal import printable
+
+    assert printable("café 日本 ok") == "café 日本 ok"
+    assert printable("a\tb\nc\x00\x7f\x9b\u2028") == "a\\tb\\nc\\x00\\x7f\\x9b\\u2028"
+    assert all(ch not in printable("".join(PAYLOADS)) for ch in "\x1b\x07\r\u202e")

@@ -3,6 +3,7 @@ re-runs, refused collisions and parameter changes, and an index that survives a 
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -535,8 +536,8 @@ def test_a_replayed_half_and_a_new_half_list_each_document_once(spark, tmp_path)
         assert (mine[col] == now[col].reindex(mine.index)).all(), col
 
 
-@pytest.mark.parametrize("stage,where", [("after_manifest", "path"), ("publishing", "path"),
-                                         ("after_version", "uri"), ("publishing", "uri")])
+@pytest.mark.parametrize("stage,where", [("after_manifest", "path"), ("publish:pairs", "path"),
+                                         ("after_version", "uri"), ("publish:clusters", "uri")])
 @pytest.mark.process
 def test_a_batch_killed_after_its_commit_is_repaired_by_its_rerun(spark, batches, tmp_path, stage, where):
     """The index says the batch landed: its re-run (no --overwrite) re-emits the output whole."""
@@ -605,19 +606,56 @@ def test_two_appends_at_once_one_lands_one_refuses(spark, batches, tmp_path):
 
 
 @pytest.mark.process
-def test_a_run_killed_while_publishing_leaves_whole_tables(tmp_path):
+def test_a_run_killed_while_replacing_an_output_never_shows_two_runs(spark, batches, tmp_path):
+    """`run --overwrite` over a good output, killed (SIGKILL to its process group) while its
+    tables are switched in: a reader finds no report and the marker, never the old report over
+    new tables; the next command completes the new output whole (see test_publish for every step)."""
+    work, rows, paths = batches
     out = tmp_path / "out"
-    argv = ["run", "--input", str(cli.SAMPLE), "--format", "jsonl", "--output", str(out), "--quiet", *SPARK]
-    killed = _cli(argv, kill_at="publishing")
-    assert killed.returncode == 137, killed.stderr[-2000:]
-    published = [t for t in ("clusters", "pairs", "deduplicated") if (out / t).exists()]
-    assert published and len(published) < 3
-    for table in published:
-        pd.read_parquet(out / table)
-    again = _cli([*argv, "--overwrite"])
-    assert again.returncode == 0, again.stderr[-2000:]
-    assert len(pd.read_parquet(out / "clusters")) == 1000
+    old = run(spark, _cfg(**{"input.path": paths[0], "output.path": str(out), "output.plots": True}))
+    hold = tmp_path / "hold"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "NEARDUP_HOLD_AT": "publish:clusters",
+           "NEARDUP_HOLD_FILE": str(hold)}
+    argv = ["run", "--input", paths[1], "--format", "jsonl", "--output", str(out), "--overwrite", "--quiet", *SPARK]
+    killed = subprocess.Popen([sys.executable, "-m", "neardup_spark.cli", *argv], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not Path(f"{hold}.reached").exists():
+            assert killed.poll() is None and time.monotonic() < deadline, killed.stderr.read()[-2000:]
+            time.sleep(0.2)
+        os.killpg(killed.pid, 9)
+    finally:
+        killed.wait(timeout=60)
+    new_docs = len(pd.read_json(paths[1], lines=True))
+    assert not (out / "report.json").exists() and (out / "_neardup_publishing.json").exists()
+    assert len(pd.read_parquet(out / "clusters")) == new_docs  # the new table is in, under no report
+    # The next command that opens the output completes the publication: the new run, whole.
+    finished = api.inspect(spark, str(out), doc=int(pd.read_json(paths[1], lines=True).id[0]))
+    assert len(finished) >= 1
+    report = json.loads((out / "report.json").read_text())
+    assert report["counts"]["documents"] == new_docs != old["counts"]["documents"]
+    assert len(pd.read_parquet(out / "clusters")) == new_docs
+    assert len(pd.read_parquet(out / "deduplicated")) == report["counts"]["clusters"]
+    assert len(pd.read_parquet(out / "pairs")) == report["counts"]["verified_pairs"] + report["counts"]["exact_duplicates"]
+    assert not list(out.glob("*.png"))  # the old run's plots went with its report
     assert not [p.name for p in out.iterdir() if p.name.startswith("_neardup")]
+
+
+def test_a_listed_part_that_is_gone_is_named_not_blamed_on_storage(spark, batches, tmp_path):
+    work, rows, paths = batches
+    index = tmp_path / "index"
+    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": str(index)}))
+    run(spark, _cfg(**{"input.path": paths[1], "index.path": str(index), "index.append": True,
+                       "output.path": str(tmp_path / "night")}))
+    gone = open_index(str(index)).parts[0]
+    shutil.rmtree(index / "parts" / gone)
+    for attempt in (lambda: api.export(spark, str(index), str(tmp_path / "export")),
+                    lambda: run(spark, _cfg(**{"input.path": paths[2], "index.path": str(index), "index.append": True,
+                                               "output.path": str(tmp_path / "night2")}))):
+        with pytest.raises(IndexError_, match=f"is damaged: its version 2 lists parts/{gone}/, which is not there"):
+            attempt()
+    assert open_index(str(index)).manifest["version"] == 2 and not (tmp_path / "export" / "clusters").exists()
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -287,3 +287,18 @@ def test_sketch_counts_characters_as_spark_length_does(spark):
     sketched = sketch(docs, cfg(), resolve(cfg()).matcher)
     got = {r[C.DOC_ID]: r[C.TEXT_LEN] for r in sketched.select(C.DOC_ID, C.TEXT_LEN).collect()}
     assert got == want and want[len(hexes)] is None
+
+
+def test_keeper_inputs_take_any_column_name_as_it_is(spark):
+    """A time or source column named with a backquote, a dot or a comma is read as that column,
+    never parsed into SQL (`a`, `b` once became two arguments)."""
+    from neardup_spark.config import KeeperConfig
+    from neardup_spark.stages.keepers import keeper_inputs, rule_keys
+
+    for time_col in ("pub`date", "pub.date", "a`, `b"):
+        keeper = KeeperConfig(rules=["earliest", "source_priority"], time_col=time_col, source_col="src.name",
+                              source_priority=["x"])
+        df = spark.createDataFrame([(1, "2024-01-02T00:00:00Z", "y"), (2, "2024-01-01T00:00:00Z", "x"),
+                                    (3, "not a time", "x")], ["doc_id", time_col, "src.name"])
+        ranked = df.select("doc_id", *keeper_inputs(df, keeper)).orderBy(*rule_keys(keeper))
+        assert [r.doc_id for r in ranked.collect()] == [2, 1, 3]

@@ -106,6 +106,23 @@ def test_a_missing_namespace_and_an_absent_format_are_one_line_errors(spark, tmp
 
 
 @pytest.mark.compat
+@pytest.mark.parametrize("name,message", [
+    ("spark_catalog.default.`x; DROP TABLE y`", "may hold only ASCII letters, digits and _"),
+    ("`a.b`", "may hold only ASCII letters, digits and _"),
+    ("`caf\u00e9`", "may hold only ASCII letters, digits and _"),
+    ("`" + "a" * 250 + "`", "is too long"),
+])
+def test_a_name_the_catalog_would_refuse_is_refused_before_any_work(spark, tmp_path, name, message):
+    """saveAsTable checks a session-catalog name only after writing the table's files."""
+    warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+    before = set(warehouse.iterdir()) if warehouse.exists() else set()
+    with pytest.raises(NeardupError, match=message):
+        api.run(spark, _cfg(**{"output.path": str(tmp_path / "o"), "output.table": name}))
+    assert not (tmp_path / "o").exists()
+    assert (set(warehouse.iterdir()) if warehouse.exists() else set()) == before
+
+
+@pytest.mark.compat
 def test_an_explicit_format_is_the_tables_format(spark, files_run, tmp_path):
     api.run(spark, _cfg(**{"output.path": str(tmp_path / "o"), "output.table": "nd_orc", "output.table_format": "orc"}))
     detail = {r.col_name: r.data_type for r in spark.sql("DESCRIBE TABLE EXTENDED nd_orc_clusters").collect()}

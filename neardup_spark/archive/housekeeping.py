@@ -97,20 +97,21 @@ def compact(spark: SparkSession, path: str, set_layout: str = "auto") -> Compact
         if keys is None:  # stripping on, no line found: an empty table still says so
             keys = spark.createDataFrame([], "line_key long")
     stored = idx.pairs(spark)
-    ix.write_part(idx.part_path(part), docs, idx.bands(spark), idx.assignments(spark),
-                  outputs={"pairs": stored} if stored is not None else None, boilerplate=keys,
-                  sets=sets)
-    _check_part(spark, idx, part, int(idx.manifest["documents"]))
-    kill_point("before_compaction_commit")
-    manifest = {
-        **idx.manifest,
-        "format": ix.manifest_format(sets is not None),
-        "version": version + 1,
-        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "parts": [part],
-        "compacted": {"from_version": version, "parts": idx.parts},
-    }
-    ix.commit(idx.store, manifest, expected_version=version)
+    with ix.part_or_nothing(idx.store, part):
+        ix.write_part(idx.part_path(part), docs, idx.bands(spark), idx.assignments(spark),
+                      outputs={"pairs": stored} if stored is not None else None, boilerplate=keys,
+                      sets=sets)
+        _check_part(spark, idx, part, int(idx.manifest["documents"]))
+        kill_point("before_compaction_commit")
+        manifest = {
+            **idx.manifest,
+            "format": ix.manifest_format(sets is not None),
+            "version": version + 1,
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "parts": [part],
+            "compacted": {"from_version": version, "parts": idx.parts},
+        }
+        ix.commit(idx.store, manifest, expected_version=version)
     return Compaction(version, version + 1, idx.parts, part, int(idx.manifest["documents"]))
 
 

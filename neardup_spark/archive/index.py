@@ -48,7 +48,9 @@ import os
 import re
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -175,6 +177,7 @@ class Index:
         """The table's rows from every part that has it, with the part's position in PART
         (only those `where(part's rows)` keeps, when given)."""
         read = [(i, read_table(spark, self.store, f"parts/{p}/{table}")) for i, p in enumerate(self.parts)]
+        self._check_there([p for (_, df), p in zip(read, self.parts) if df is None])
         if table == "docs":
             read = [(i, self._located(p, df)) for (i, df), p in zip(read, self.parts)]
         if where is not None:
@@ -186,6 +189,17 @@ class Index:
         for df in frames[1:]:
             out = out.unionByName(df, allowMissingColumns=True)
         return out
+
+    def _check_there(self, parts: list[str]) -> None:
+        """Each of `parts` (listed, and without a table asked for) has its folder, or IndexError_."""
+        missing = [p for p in parts if not self.store.exists(f"parts/{p}")]
+        if missing:
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise IndexError_(
+                f"the index at {self.path} is damaged: its version {self.manifest.get('version')} lists "
+                f"parts/{missing[0]}/, which is not there{more}. Nothing was changed. A run of ours never removes a "
+                "part the newest version lists: something else did (a cleanup, a partial copy); restore the folder "
+                "from a backup")
 
     def _located(self, part: str, docs: DataFrame | None) -> DataFrame | None:
         """A part's docs rows with sets_file (if it has the column) made an absolute path."""
@@ -356,16 +370,29 @@ def _newest(store: Store) -> dict | None:
     whole: it was put there complete in one step), else a lone manifest.json (format 1)."""
     versions = sorted((int(m.group(1)), n) for n in store.list(VERSIONS) if (m := _VERSION_FILE.match(n)))
     if versions:
-        rel = f"{VERSIONS}/{versions[-1][1]}"
+        version, name = versions[-1]
+        rel = f"{VERSIONS}/{name}"
+        text = store.read_text(rel) or ""
         try:
-            return json.loads(store.read_text(rel) or "")
-        except json.JSONDecodeError:
-            raise IndexError_(
-                f"{store.uri}/{rel} is torn (a release before format 2 was killed while writing it): remove that "
-                "file; the version before it is intact"
-            ) from None
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise IndexError_(f"{store.uri}/{rel} is not valid JSON ({len(text.encode())} bytes; {exc.msg} at "
+                              f"character {exc.pos}). Commits write a version whole, so it was damaged afterwards "
+                              f"(a partial copy or restore?). Nothing was changed. {_torn_hint(store, version)}") from None
     text = store.read_text(MANIFEST)
     return None if text is None else json.loads(text)
+
+
+def _torn_hint(store: Store, version: int) -> str:
+    """How to recover from a damaged newest version file, from what manifest.json still holds."""
+    try:
+        copy = json.loads(store.read_text(MANIFEST) or "")
+    except ValueError:
+        copy = None
+    if isinstance(copy, dict) and copy.get("version") == version:
+        return (f"{MANIFEST} beside it holds version {version} whole: copy it over that file to restore the index")
+    return (f"Restore that file from a backup; removing it opens version {version - 1} instead, without what "
+            f"version {version} added")
 
 
 def current_version(store: Store) -> int:
@@ -441,6 +468,22 @@ def commit(store: Store | str, manifest: dict, expected_version: int) -> None:
         raise _moved(expected_version, current_version(store))
     kill_point("after_version")  # landed; manifest.json still names the version before
     _refresh_copy(store, text, version)
+
+
+@contextmanager
+def part_or_nothing(store: Store, part: str) -> Iterator[None]:
+    """The context writes and commits `part`: when it fails (a full disk, a refused commit),
+    the part's files are removed unless a committed version lists it, so a failed run leaves
+    no orphan behind (a killed one leaves its part to `vacuum`)."""
+    try:
+        yield
+    except BaseException:
+        try:
+            if part not in (_newest(store) or {}).get("parts", []):
+                store.delete(f"parts/{part}")
+        except Exception:  # noqa: BLE001 - the run's own error matters; vacuum removes the part later
+            pass
+        raise
 
 
 def _moved(expected: int, current: int) -> ConcurrentCommitError:

@@ -37,6 +37,7 @@ on a Hadoop filesystem by Spark's join.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import time
@@ -57,14 +58,8 @@ from neardup_spark.errors import InputError, NeardupError
 from neardup_spark.plan import Plan
 from neardup_spark.runtime.parallel import run_all, started
 from neardup_spark.runtime.session import is_local_master, master_of
-from neardup_spark.runtime.storage import (
-    checkpoint_dir,
-    kill_point,
-    probe_executor_writes,
-    published,
-    remove_leftovers,
-    verify_written,
-)
+from neardup_spark.runtime.publish import Publication, publishing
+from neardup_spark.runtime.storage import PROBE_PREFIX, checkpoint_dir, kill_point, probe_executor_writes, verify_written
 from neardup_spark.stages.components import check_backend, connected_components, driver_components
 from neardup_spark.stages.exact import text_digest
 from neardup_spark.stages.keepers import TEXT_LEN, keeper_columns, ranked
@@ -83,7 +78,7 @@ from neardup_spark.stages.pipeline import (
 )
 from neardup_spark.stages.read import read_input
 from neardup_spark.stages.sketch import Stripping
-from neardup_spark.runtime.tables import check_tables, save_tables
+from neardup_spark.runtime.tables import check_tables, save_tables, table_names
 from neardup_spark.stages.write import (
     check_paths,
     check_table_output,
@@ -92,8 +87,8 @@ from neardup_spark.stages.write import (
     output_exists,
     output_holds_something,
     parquet_writes,
+    result_tables,
     write_outputs,
-    write_report,
     writer_mode,
 )
 
@@ -224,37 +219,53 @@ def build(spark: SparkSession, plan: Plan, output: str | None = None) -> Report:
 def _write_build(spark: SparkSession, plan: Plan, store, output: str | None, result, start: float) -> Report:
     cfg = plan.cfg
     try:
-        table = result.sketched
-        banded = table.where(~F.col(C.IS_EMPTY)).join(result.copies.select(C.NID), C.NID, "left_anti")
-        bands = banded.select(F.explode(C.BANDS).alias(C.BUCKET), C.DOC_ID)
-        part = ix.new_part_name(1)
-        run = Runner(spark)
-        with run.stage("write_index"):
-            keys = None
-            if result.boilerplate is not None:
-                keys = result.boilerplate.select(F.col("line_key"))
-            assign = result.clusters
-            if result.components is not None:  # keeper linkage: each document's component too
-                assign = assign.join(result.components, C.DOC_ID)
-            sets = ix.sets_folder(store, part, cfg.index.set_layout)
-            ix.write_part(f"{store.uri}/parts/{part}", table.select(*_doc_columns(plan)), bands, assign,
-                          outputs={"pairs": result.pairs}, boilerplate=keys, sets=sets)
-            tables = None
-            if output or cfg.output.table:
-                tables = write_outputs(spark, result, cfg, output)
-            manifest = ix.next_manifest(None, plan, part, "build", result.report["counts"]["documents"],
-                                        set_files=sets is not None)
-            manifest["batches"] = {}
-            kill_point("before_manifest")
-            ix.commit(store, manifest, expected_version=0)
-        report = result.report.with_(stage_seconds=run.seconds,
-                                     index={"path": cfg.index.path, "version": manifest["version"], "part": part},
-                                     tables=tables, wall_seconds=round(time.perf_counter() - start, 3))
-        if output:
-            write_report(report, output, spark)
-        return report
+        with _publishing(spark, output, cfg.output.mode) as pub:
+            return _write_build_part(spark, plan, store, pub, result, start)
     finally:
         result.unpersist()
+
+
+@contextlib.contextmanager
+def _publishing(spark: SparkSession, output: str | None, mode: str):
+    """A Publication to `output`, or None without one."""
+    if not output:
+        yield None
+        return
+    with publishing(spark, output, mode, leftovers=(PROBE_PREFIX,)) as pub:
+        yield pub
+
+
+def _write_build_part(spark: SparkSession, plan: Plan, store, pub: Publication | None, result, start: float) -> Report:
+    cfg = plan.cfg
+    table = result.sketched
+    banded = table.where(~F.col(C.IS_EMPTY)).join(result.copies.select(C.NID), C.NID, "left_anti")
+    bands = banded.select(F.explode(C.BANDS).alias(C.BUCKET), C.DOC_ID)
+    part = ix.new_part_name(1)
+    run = Runner(spark)
+    with run.stage("write_index"):
+        keys = None
+        if result.boilerplate is not None:
+            keys = result.boilerplate.select(F.col("line_key"))
+        assign = result.clusters
+        if result.components is not None:  # keeper linkage: each document's component too
+            assign = assign.join(result.components, C.DOC_ID)
+        sets = ix.sets_folder(store, part, cfg.index.set_layout)
+        ix.write_part(f"{store.uri}/parts/{part}", table.select(*_doc_columns(plan)), bands, assign,
+                      outputs={"pairs": result.pairs}, boilerplate=keys, sets=sets)
+        tables = None
+        if pub is not None or cfg.output.table:
+            tables = write_outputs(spark, result, cfg, pub)
+        manifest = ix.next_manifest(None, plan, part, "build", result.report["counts"]["documents"],
+                                    set_files=sets is not None)
+        manifest["batches"] = {}
+        kill_point("before_manifest")
+        ix.commit(store, manifest, expected_version=0)
+    report = result.report.with_(stage_seconds=run.seconds,
+                                 index={"path": cfg.index.path, "version": manifest["version"], "part": part},
+                                 tables=tables, wall_seconds=round(time.perf_counter() - start, 3))
+    if pub is not None:
+        pub.commit(report, expect=[] if tables else list(result_tables(result)))
+    return report
 
 
 def export(spark: SparkSession, index_path: str, output: str = "", mode: str = "error", *, table: str = "",
@@ -270,10 +281,11 @@ def export(spark: SparkSession, index_path: str, output: str = "", mode: str = "
     if table:
         save_tables(spark, {"clusters": clusters}, table, table_format, mode, {"clusters": idx.manifest["documents"]})
         return idx.manifest["documents"]
-    remove_leftovers(spark, output)
-    with published(spark, output, ["clusters"], mode) as stage:
-        clusters.write.mode(writer_mode(mode) if stage == output else "error").parquet(f"{stage.rstrip('/')}/clusters")
-        verify_written(spark, stage, {"clusters": idx.manifest["documents"]})
+    with publishing(spark, output, mode, leftovers=(PROBE_PREFIX,), with_report=False) as pub:
+        root = pub.tables_root().rstrip("/")
+        clusters.write.mode("error" if pub.store is not None else writer_mode(mode)).parquet(f"{root}/clusters")
+        verify_written(spark, root, {"clusters": idx.manifest["documents"]})
+        pub.commit(None, expect=["clusters"])
     return idx.manifest["documents"]
 
 
@@ -371,40 +383,37 @@ def _output_free(spark, cfg: Config, replaying: str | None) -> None:
     check_table_output(spark, cfg, APPEND_TABLES)  # tables already there are refused too
 
 
-def _copy_output(spark, idx: ix.Index, part: str, cfg: Config, replace: bool = False) -> dict[str, str] | None:
-    """A batch's results, as stored in its index part, to cfg.output (clusters/, pairs/),
-    published whole: the files copied, or (Spark Connect) the tables read and written again;
-    with output.table, saved as catalog tables (returns their names).
-    With `replace`, existing tables are replaced whatever the output mode says."""
-    names, root = list(APPEND_TABLES), cfg.output.path
-    mode = "overwrite" if replace else cfg.output.mode
+def _copy_output(spark, idx: ix.Index, part: str, cfg: Config, pub: Publication) -> dict[str, str] | None:
+    """A batch's results, as stored in its index part, staged by `pub` (clusters/, pairs/): the
+    files copied, or (Spark Connect) the tables read and written again; with output.table,
+    saved as catalog tables (returns their names)."""
+    names = list(APPEND_TABLES)
+    stored = {name: ix.read_table(spark, idx.store, f"parts/{part}/output/{name}") for name in names}
     if cfg.output.table:
-        stored = {name: ix.read_table(spark, idx.store, f"parts/{part}/output/{name}") for name in names}
+        pub.withdraw(tables=list(table_names(cfg.output.table, names).values()))
         expected = {name: frame.count() for name, frame in stored.items()}
-        return save_tables(spark, stored, cfg.output.table, cfg.output.table_format, mode, expected)
-    remove_leftovers(spark, root)
-    with published(spark, root, names, mode) as stage:
-        if stage != root:
-            copy_tables(spark, f"{idx.part_path(part)}/output", stage, names, "error")
-        else:
-            # Spark writes a file (with the schema) even for an empty unpartitioned table.
-            stored = {name: ix.read_table(spark, idx.store, f"parts/{part}/output/{name}") for name in names}
-            run_all(parquet_writes(stored, root.rstrip("/"), mode), session=spark)
+        return save_tables(spark, stored, cfg.output.table, cfg.output.table_format, pub.mode, expected)
+    root = pub.tables_root().rstrip("/")
+    if pub.store is None or not copy_tables(spark, f"{idx.part_path(part)}/output", root, names, "error"):
+        # Spark writes a file (with the schema) even for an empty unpartitioned table.
+        run_all(parquet_writes(stored, root, "error" if pub.store is not None else pub.mode), session=spark)
     return None
 
 
 def _replay(spark, cfg: Config, idx: ix.Index, part: str, fingerprint: str, run: Runner, start: float) -> Report:
-    """This batch was applied before: write the output that run wrote, change nothing."""
-    tables = _copy_output(spark, idx, part, cfg, replace=True)  # `_output_free` allowed it
-    report = run.report(
-        mode="append",
-        replayed=True,
-        index={"path": cfg.index.path, "version": idx.manifest["version"], "part": part, "batch": fingerprint},
-        wall_seconds=round(time.perf_counter() - start, 3),
-        output=cfg.output.path,
-        tables=tables,
-    )
-    write_report(report, cfg.output.path, spark)
+    """This batch was applied before: write the output that run wrote, change nothing.
+    Existing tables are replaced whatever the output mode says (`_output_free` allowed it)."""
+    with publishing(spark, cfg.output.path, "overwrite", leftovers=(PROBE_PREFIX,)) as pub:
+        tables = _copy_output(spark, idx, part, cfg, pub)
+        report = run.report(
+            mode="append",
+            replayed=True,
+            index={"path": cfg.index.path, "version": idx.manifest["version"], "part": part, "batch": fingerprint},
+            wall_seconds=round(time.perf_counter() - start, 3),
+            output=cfg.output.path,
+            tables=tables,
+        )
+        pub.commit(report, expect=[] if tables else list(APPEND_TABLES))
     return report
 
 
@@ -725,33 +734,35 @@ def _write(spark, plan: Plan, idx: ix.Index, fingerprint: str, found: Matched, r
     version = idx.manifest["version"]
     part = ix.new_part_name(version + 1)
     part_dir = idx.part_path(part)
-    with run.stage("write"):
-        # The ids broadcast: a join planned from the kept frames' unknown sizes shuffled and
-        # sorted every band row by _nid.
-        ids = _maybe_broadcast(table.select(C.NID, C.DOC_ID), counts["new_documents"])
-        new_bands = found.banded.join(ids, C.NID).select(C.BUCKET, C.DOC_ID)
-        sets = ix.sets_folder(idx.store, part, cfg.index.set_layout)
-        ix.write_part(part_dir, table.select(*_doc_columns(plan)), new_bands, assigned,
-                      outputs={"clusters": clusters, "pairs": pairs}, parallel=True, sets=sets)
-        kill_point("before_manifest")
-        manifest = ix.next_manifest(idx.manifest, plan, part, fingerprint, counts["new_documents"] - counts["replaced"],
-                                    set_files=sets is not None)
-        ix.commit(idx.store, manifest, expected_version=version)
-        kill_point("after_manifest")
-        tables = _copy_output(spark, idx, part, cfg)
-    report = run.report(
-        mode="append",
-        replayed=False,
-        lsh=lsh_report(plan),
-        sizing=sizing.describe(spark).as_dict(),
-        config=to_dict(cfg),
-        index={"path": cfg.index.path, "version": manifest["version"], "part": part, "batch": fingerprint,
-               "documents": manifest["documents"]},
-        wall_seconds=round(time.perf_counter() - start, 3),
-        output=cfg.output.path,
-        tables=tables,
-    )
-    write_report(report, cfg.output.path, spark)
+    with publishing(spark, cfg.output.path, cfg.output.mode, leftovers=(PROBE_PREFIX,)) as pub:
+        with run.stage("write"):
+            # The ids broadcast: a join planned from the kept frames' unknown sizes shuffled and
+            # sorted every band row by _nid.
+            ids = _maybe_broadcast(table.select(C.NID, C.DOC_ID), counts["new_documents"])
+            new_bands = found.banded.join(ids, C.NID).select(C.BUCKET, C.DOC_ID)
+            sets = ix.sets_folder(idx.store, part, cfg.index.set_layout)
+            with ix.part_or_nothing(idx.store, part):
+                ix.write_part(part_dir, table.select(*_doc_columns(plan)), new_bands, assigned,
+                              outputs={"clusters": clusters, "pairs": pairs}, parallel=True, sets=sets)
+                kill_point("before_manifest")
+                manifest = ix.next_manifest(idx.manifest, plan, part, fingerprint,
+                                            counts["new_documents"] - counts["replaced"], set_files=sets is not None)
+                ix.commit(idx.store, manifest, expected_version=version)
+            kill_point("after_manifest")
+            tables = _copy_output(spark, idx, part, cfg, pub)
+        report = run.report(
+            mode="append",
+            replayed=False,
+            lsh=lsh_report(plan),
+            sizing=sizing.describe(spark).as_dict(),
+            config=to_dict(cfg),
+            index={"path": cfg.index.path, "version": manifest["version"], "part": part, "batch": fingerprint,
+                   "documents": manifest["documents"]},
+            wall_seconds=round(time.perf_counter() - start, 3),
+            output=cfg.output.path,
+            tables=tables,
+        )
+        pub.commit(report, expect=[] if tables else list(APPEND_TABLES))
     return report
 
 

@@ -51,6 +51,7 @@ class Store(Protocol):
     def spark_schema(self, rel: str) -> str | None: ...
     def newest_mtime(self, rel: str) -> float | None: ...
     def delete(self, rel: str) -> None: ...
+    def rename(self, src: str, dst: str) -> None: ...
 
 
 def _is_data(name: str) -> bool:
@@ -129,6 +130,11 @@ class LocalStore:
                 os.unlink(path)
         except FileNotFoundError:
             pass
+
+    def rename(self, src: str, dst: str) -> None:
+        """Move src to dst (which must not exist), atomically: one rename(2)."""
+        os.rename(self._p(src), self._p(dst))
+        _fsync_dir(os.path.dirname(self._p(dst)))
 
     def _first_data_file(self, rel: str) -> str | None:
         for top, dirs, files in os.walk(self._p(rel)):
@@ -277,6 +283,12 @@ class HadoopStore:
 
     def delete(self, rel: str) -> None:
         self.fs.delete(self._p(rel), True)
+
+    def rename(self, src: str, dst: str) -> None:
+        """Move src to dst (which must not exist): one rename on HDFS and local disks, a copy
+        and delete on object stores."""
+        if not self.fs.rename(self._p(src), self._p(dst)):
+            raise NeardupError(f"could not move {self.uri}/{src} to {self.uri}/{dst}")
 
     def _first_data_file(self, rel: str):
         path = self._p(rel)

@@ -164,56 +164,9 @@ def checkpoint_dir(spark: SparkSession, cfg: Config, output: str | None = None) 
             pass
 
 
-STAGING_PREFIX = "_neardup_staging-"
-
-
-@contextmanager
-def published(spark: SparkSession, root: str, names: list[str], mode: str) -> Iterator[str]:
-    """Write tables whole or not at all: yields a staging root under `root` to write
-    root/name's replacements into; on normal exit each root/name is replaced by its staged
-    table with one directory rename (the old one is moved aside first and then removed),
-    so a reader finds the old table, the new one, or (between the two renames) none, but
-    never a half-written one. An error or a kill leaves the old tables as they were.
-
-    `mode` = "errorifexists" refuses an existing root/name. Without a JVM at hand (Spark
-    Connect) the tables are written in place."""
-    jvm = paths.hadoop(spark)
-    if jvm is None:
-        yield root
-        return
-    vm, conf = jvm
-    base = root.rstrip("/")
-    stage = f"{base}/{STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
-    hpath = vm.org.apache.hadoop.fs.Path
-    fs = hpath(base).getFileSystem(conf)
-    try:
-        yield stage
-        staged = [n for n in names if fs.exists(hpath(f"{stage}/{n}"))]
-        old = f"{stage}/_replaced"
-        for name in staged:
-            target = hpath(f"{base}/{name}")
-            if fs.exists(target):
-                if mode != "overwrite":
-                    raise NeardupError(f"output {base}/{name} already exists; pass --overwrite to replace it")
-                fs.mkdirs(hpath(old))
-                _rename(fs, target, hpath(f"{old}/{name}"))
-            _rename(fs, hpath(f"{stage}/{name}"), target)
-            kill_point("publishing")  # one table switched, the rest still staged
-    finally:
-        try:
-            fs.delete(hpath(stage), True)
-        except Exception:  # noqa: BLE001 - a leftover staging directory is removed by the next run
-            pass
-
-
-def _rename(fs, src, dst) -> None:
-    if not fs.rename(src, dst):
-        raise StorageError(f"could not move {src.toString()!r} to {dst.toString()!r}")
-
-
-def remove_leftovers(spark: SparkSession, root: str, prefixes: tuple[str, ...] = (STAGING_PREFIX, PROBE_PREFIX)) -> None:
-    """Remove what killed runs of ours left under root (staging and probe directories by
-    default), never anything else."""
+def remove_leftovers(spark: SparkSession, root: str, prefixes: tuple[str, ...]) -> None:
+    """Remove what killed runs of ours left under root (folders whose names start with
+    `prefixes`), never anything else. Staging folders: see `runtime.publish`."""
     jvm = paths.hadoop(spark)
     if jvm is None:
         return

@@ -20,6 +20,7 @@ says the output is complete.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from neardup_spark.config import table_name_parts as name_parts
@@ -100,9 +101,42 @@ def require_kept(spark: SparkSession, prefix: str) -> None:
             "Unity catalog), or write files with --output alone")
 
 
+# Spark's session catalog (spark_catalog: Hive or in-memory) takes schema and table names of
+# ASCII letters, digits and _ only (SessionCatalog.validateName), and checks them only once a
+# table's files are written; its tables are folders, whose names a filesystem caps at 255 bytes.
+_SESSION_PART = re.compile(r"[A-Za-z0-9_]+")
+_NAME_BYTES = 255
+
+
+def check_name(spark: SparkSession, full: str) -> None:
+    """`full` is a table name Spark's parser reads and its catalog takes, or a one-line
+    NeardupError, before anything is written (a name refused by saveAsTable leaves its
+    files behind)."""
+    from neardup_spark.errors import one_line
+
+    try:
+        spark.catalog.tableExists(full)  # parsed by Spark itself (on the server under Connect)
+    except Exception as exc:  # noqa: BLE001 - ParseException, or the catalog's own refusal
+        raise NeardupError(f"output.table: {full} is not a table name Spark takes: {one_line(exc)}") from None
+    parts = name_parts(full)
+    if _catalog_of(spark, parts) != "spark_catalog":
+        return
+    names = parts[1:] if len(parts) == 3 else parts
+    for part in names:
+        plain = part[1:-1].replace("``", "`") if part.startswith("`") else part
+        if not _SESSION_PART.fullmatch(plain):
+            raise NeardupError(f"output.table: {full} is not a name Spark's session catalog takes: {part} may hold "
+                               "only ASCII letters, digits and _")
+        if len(plain.encode()) > _NAME_BYTES:
+            raise NeardupError(f"output.table: {full} is too long: a table's folder name takes at most "
+                               f"{_NAME_BYTES} bytes")
+
+
 def check_tables(spark: SparkSession, prefix: str, fmt: str, names, mode: str, may_exist: bool = False) -> None:
     """Before any work: the tables `prefix`_name can be written as `mode` says (see module doc)."""
     parts = name_parts(prefix)
+    for full in table_names(prefix, names).values():
+        check_name(spark, full)
     check_format(spark, fmt)
     if len(parts) > 1:
         namespace = ".".join(parts[:-1])
@@ -148,5 +182,5 @@ def save_tables(spark: SparkSession, frames: dict[str, DataFrame], prefix: str, 
     return full
 
 
-__all__ = ["check_format", "check_tables", "forgets_tables", "require_kept", "name_parts", "save_tables", "table_name",
+__all__ = ["check_format", "check_name", "check_tables", "forgets_tables", "require_kept", "name_parts", "save_tables", "table_name",
            "table_names"]

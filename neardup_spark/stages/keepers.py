@@ -37,15 +37,20 @@ def keeper_columns(keeper: KeeperConfig) -> list[str]:
     return cols
 
 
+def _input(name: str) -> Column:
+    """The column named `name` exactly (a name may hold dots or backquotes: never parsed)."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 def keeper_inputs(docs: DataFrame, keeper: KeeperConfig) -> list[Column]:
     """The rule columns as the rules compare them. Text times are parsed, so
     ISO strings with different UTC offsets order by instant; a string that
     does not parse counts as missing (sorted last)."""
     cols = []
     for name in keeper_columns(keeper):
-        col = F.col(name)
+        col = _input(name)
         if name == keeper.time_col and isinstance(docs.schema[name].dataType, T.StringType):
-            col = F.expr(f"try_to_timestamp(`{name}`)")
+            col = F.try_to_timestamp(col)
         cols.append(col.alias(name))
     return cols
 
@@ -55,11 +60,11 @@ def rule_keys(keeper: KeeperConfig) -> list[Column]:
     keys: list[Column] = []
     for rule in keeper.rules:
         if rule == "earliest":
-            t = F.col(keeper.time_col)
+            t = _input(keeper.time_col)
             keys += [t.isNull(), t]
         elif rule == "source_priority":
             ranks = F.create_map(*[F.lit(x) for i, s in enumerate(keeper.source_priority) for x in (s, i + 1)])
-            rank = ranks[F.col(keeper.source_col).cast("string")]
+            rank = ranks[_input(keeper.source_col).cast("string")]
             keys.append(F.coalesce(rank, F.lit(len(keeper.source_priority) + 1)))
         elif rule == "longest":
             keys.append(-F.col(TEXT_LEN))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,13 +16,13 @@ from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
 from neardup_spark.config import Config
-from neardup_spark.errors import NeardupError
+from neardup_spark.errors import NeardupError, writing
 from neardup_spark.runtime import paths
-from neardup_spark.runtime.filestore import store_for
 from neardup_spark.runtime.parallel import run_all
-from neardup_spark.runtime.report import Report
-from neardup_spark.runtime.storage import OWN_PREFIX, published, remove_leftovers, verify_written, writer_mode
-from neardup_spark.runtime.tables import check_tables, save_tables
+from neardup_spark.runtime import publish
+from neardup_spark.runtime.publish import MARKER, Publication
+from neardup_spark.runtime.storage import OWN_PREFIX, verify_written, writer_mode
+from neardup_spark.runtime.tables import check_tables, save_tables, table_names
 from neardup_spark.stages.read import CORRUPT
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -124,29 +123,35 @@ def output_holds_something(spark: SparkSession, out: str) -> bool:
 
 
 def finished_report(spark: SparkSession, out: str) -> dict | None:
-    """The report a finished run left in `out` (where `write_report` puts it), or None."""
-    try:
-        text = store_for(spark, out).read_text("report.json")
-    except NeardupError:  # Spark Connect and a remote output
+    """The report a finished run left in `out` (a publication a stopped run left there
+    completed first, see `runtime.publish.settle`), or None."""
+    if publish.settle(spark, out) is not None:
+        return None
+    store = publish.output_store(spark, out)
+    if store is not None:
+        text = store.read_text("report.json")
+    else:  # Spark Connect and a remote output: report/, a one-line text table
         try:
-            line = spark.read.text(f"{out.rstrip('/')}/report").first()
+            line = spark.read.text(f"{out.rstrip('/')}/{publish.REPORT_DIR}").first()
         except Exception:  # noqa: BLE001 - no report yet
             return None
         text = line[0] if line is not None else None
     try:
-        return json.loads(text) if text else None
+        report = json.loads(text) if text else None
     except ValueError:
         return None
+    return None if publish.pending_note(report) else report
 
 
 def _holds_something(spark: SparkSession | None, where: paths.Location) -> bool:
     """A file, or a directory with anything in it but what runs of ours leave behind
-    (staging, probe and checkpoint directories)."""
+    (staging, probe and checkpoint directories); the marker of a stopped publication
+    counts (an output is on its way there)."""
     if where.scheme == "file":
         local = str(where.path)
         if not os.path.exists(local):
             return False
-        return not os.path.isdir(local) or any(not n.startswith(OWN_PREFIX) for n in os.listdir(local))
+        return not os.path.isdir(local) or any(_counts(n) for n in os.listdir(local))
     vm, conf = paths.hadoop(spark)
     hpath = vm.org.apache.hadoop.fs.Path(str(where))
     fs = hpath.getFileSystem(conf)
@@ -154,7 +159,11 @@ def _holds_something(spark: SparkSession | None, where: paths.Location) -> bool:
         return False
     if not fs.getFileStatus(hpath).isDirectory():
         return True
-    return any(not str(s.getPath().getName()).startswith(OWN_PREFIX) for s in fs.listStatus(hpath))
+    return any(_counts(str(s.getPath().getName())) for s in fs.listStatus(hpath))
+
+
+def _counts(name: str) -> bool:
+    return not name.startswith(OWN_PREFIX) or name == MARKER
 
 
 def _check_creatable(out: str, target: Path) -> None:
@@ -180,7 +189,14 @@ def output_exists(out: str) -> NeardupError:
 def parquet_writes(tables: dict[str, DataFrame], root: str, mode: str) -> list:
     """One task per table: write it as Parquet to root/name (run them with `run_all`)."""
     mode = writer_mode(mode)
-    return [lambda name=name, df=df: df.write.mode(mode).parquet(f"{root}/{name}") for name, df in tables.items()]
+
+    def write(df: DataFrame, path: str) -> None:
+        try:
+            df.write.mode(mode).parquet(path)
+        except Exception as exc:
+            raise writing(exc, path)
+
+    return [lambda name=name, df=df: write(df, f"{root}/{name}") for name, df in tables.items()]
 
 
 def copy_tables(spark: SparkSession, src_root: str, dst_root: str, names: list[str], mode: str) -> bool:
@@ -216,24 +232,26 @@ def result_tables(result: "DedupResult") -> dict[str, DataFrame]:
     return tables
 
 
-def write_tables(spark: SparkSession, result: "DedupResult", root: str, mode: str) -> None:
-    """The run's tables under root, published whole (see `runtime.storage.published`) after their
-    row counts are read back and checked."""
-    tables = result_tables(result)
-    remove_leftovers(spark, root)
-    with published(spark, root, list(tables), mode) as stage:
-        run_all(parquet_writes(tables, stage.rstrip("/"), "error" if stage != root else writer_mode(mode)),
-                session=spark)
-        verify_written(spark, stage, written_rows(result))
+def write_tables(spark: SparkSession, result: "DedupResult", pub: Publication) -> None:
+    """The run's tables written where `pub` stages them, their row counts read back and checked;
+    `pub.commit` publishes them (see `runtime.publish`)."""
+    root = pub.tables_root().rstrip("/")
+    run_all(parquet_writes(result_tables(result), root, "error" if pub.store is not None else pub.mode),
+            session=spark)
+    verify_written(spark, root, written_rows(result))
 
 
-def write_outputs(spark: SparkSession, result: "DedupResult", cfg: Config, root: str) -> dict[str, str] | None:
+def write_outputs(spark: SparkSession, result: "DedupResult", cfg: Config, pub: Publication | None) -> dict[str, str] | None:
     """The run's tables where cfg.output says: catalog tables (output.table; returns their
-    names), else Parquet under root (`write_tables`; returns None)."""
+    names, each saved after `pub` withdrew the old report), else Parquet staged by `pub`
+    (`write_tables`; returns None)."""
     out = cfg.output
     if out.table:
-        return save_tables(spark, result_tables(result), out.table, out.table_format, out.mode, written_rows(result))
-    write_tables(spark, result, root, out.mode)
+        tables = result_tables(result)
+        if pub is not None:
+            pub.withdraw(tables=list(table_names(out.table, tables).values()))
+        return save_tables(spark, tables, out.table, out.table_format, out.mode, written_rows(result))
+    write_tables(spark, result, pub)
     return None
 
 
@@ -255,19 +273,3 @@ def written_rows(result: "DedupResult") -> dict[str, int]:
     if result.boilerplate is not None:
         rows["boilerplate"] = result.report["boilerplate"]["lines"]
     return rows
-
-
-def write_report(report: Mapping, out: str, spark: SparkSession) -> None:
-    """report.json beside the tables, written last (it says the output is complete), on any
-    filesystem the session reaches. Under Spark Connect a remote output gets it as a
-    one-line JSON text file written by Spark under report/."""
-    report = report.as_dict() if isinstance(report, Report) else report
-    text = json.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
-    try:
-        store = store_for(spark, out)
-    except NeardupError:  # Spark Connect and a remote output: no filesystem but Spark's
-        line = json.dumps(report, default=str)
-        spark.createDataFrame([(line,)], "value string").coalesce(1).write.mode("overwrite").text(
-            f"{out.rstrip('/')}/report")
-        return
-    store.put("report.json", text)

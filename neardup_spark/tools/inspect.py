@@ -28,6 +28,8 @@ from neardup_spark import columns as C
 from neardup_spark.config import Config, from_dict
 from neardup_spark.errors import InputError
 from neardup_spark.kernels.sketch import shingle_sets
+from neardup_spark.runtime.publish import pending_note, settle
+from neardup_spark.runtime.terminal import printable
 from neardup_spark.stages.read import documents, read_input
 
 MAX_MEMBERS = 20
@@ -64,6 +66,9 @@ class RunOutput:
 def open_output(spark: SparkSession, path: str) -> RunOutput:
     """The run at `path`, from its report.json; an InputError when it is not a finished run's output."""
     root = path.rstrip("/")
+    interrupted = settle(spark, path)  # a publication a stopped run left: completed first
+    if interrupted:
+        raise InputError(f"{path}: {interrupted}")
     report = None
     for where in (f"{root}/report.json", f"{root}/report"):  # report/: a remote output under Spark Connect
         try:
@@ -73,6 +78,8 @@ def open_output(spark: SparkSession, path: str) -> RunOutput:
             continue
     if report is None:
         raise InputError(f"{path} holds no finished run (no readable report.json)")
+    if pending_note(report):
+        raise InputError(f"{path}: {pending_note(report)}")
     if "config" not in report:
         raise InputError(f"{path}/report.json has no config section; inspect reads a run's output directory")
     if report.get("mode") == "append":
@@ -227,19 +234,20 @@ def word_diff(old: str, new: str, context: int = CONTEXT_WORDS, max_chars: int =
 
 
 def format_cluster(rows: pd.DataFrame, text_chars: int = 160) -> str:
-    """`members` as text: a header, the keeper's opening, then each member's figures and diff."""
+    """`members` as text: a header, the keeper's opening, then each member's figures and diff.
+    Every value from the data is shown `printable` (a document cannot drive the terminal)."""
     attrs = rows.attrs
     shown = len(rows) - 1
-    lines = [f"cluster {attrs['cluster']}: {attrs['size']} documents, keeper {attrs['keeper']}"
+    lines = [f"cluster {printable(attrs['cluster'])}: {attrs['size']} documents, keeper {printable(attrs['keeper'])}"
              + (f" (showing {shown} of {attrs['size'] - 1} others)" if shown < attrs["size"] - 1 else "")]
     for r in rows.itertuples(index=False):
         if r.is_keeper:
-            lines.append(f"  keeper {r.doc_id}: {opening(r.text, text_chars)}")
+            lines.append(f"  keeper {printable(r.doc_id)}: {printable(opening(r.text, text_chars))}")
             continue
-        lines.append(f"  {r.status} {r.doc_id}: jaccard {r.jaccard:.3f}, containment {r.containment_member:.3f} "
-                     f"of it in the keeper, {r.containment_keeper:.3f} of the keeper in it "
+        lines.append(f"  {r.status} {printable(r.doc_id)}: jaccard {r.jaccard:.3f}, containment "
+                     f"{r.containment_member:.3f} of it in the keeper, {r.containment_keeper:.3f} of the keeper in it "
                      f"({'verified pair' if r.source == 'pairs' else 'computed on the texts'})")
-        lines.append(f"      {r.diff}")
+        lines.append(f"      {printable(r.diff)}")
     return "\n".join(lines)
 
 
