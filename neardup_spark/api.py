@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, ContextManager, Sequence
+from contextlib import contextmanager
+from typing import Any, ContextManager, Iterator, Sequence
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -25,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from neardup_spark.archive import housekeeping, nightly
 from neardup_spark.archive.housekeeping import Compaction, Vacuum
 from neardup_spark.config import SET_LAYOUTS, Config, ConfigError, require_io_paths
+from neardup_spark.errors import NeardupError, unshipped
 from neardup_spark.plan import resolve
 from neardup_spark.runtime.paths import local_path
 from neardup_spark.runtime.progress import Progress, progress_to
@@ -88,6 +90,20 @@ def options(
     return cfg
 
 
+@contextmanager
+def _package_on_workers() -> Iterator[None]:
+    """Workers that cannot import this package fail in their first UDF: say so in one line."""
+    try:
+        yield
+    except NeardupError:
+        raise
+    except Exception as exc:
+        error = unshipped(exc)
+        if error is None:
+            raise
+        raise error from None
+
+
 def deduplicate(df: DataFrame, config: Config | None = None, **settings: Any) -> DedupResult:
     """Near-duplicates of `df` found, clustered and resolved to one keeper per cluster.
 
@@ -96,7 +112,7 @@ def deduplicate(df: DataFrame, config: Config | None = None, **settings: Any) ->
     `options`. The result's DataFrames are persisted: call
     `result.unpersist()` when done. Nothing is written.
     """
-    with sized(df.sparkSession):
+    with _package_on_workers(), sized(df.sparkSession):
         return pipeline.deduplicate(df, resolve(options(config, **settings)))
 
 
@@ -121,6 +137,11 @@ def run(spark: SparkSession, cfg: Config) -> Report:
         probe_executor_writes(spark, cfg.output.path)
     if cfg.output.plots:
         figures.check_can_plot(cfg.output.path)
+    with _package_on_workers():
+        return _run(spark, cfg, plan)
+
+
+def _run(spark: SparkSession, cfg: Config, plan) -> Report:
     start = time.perf_counter()
     # The worker daemon starts while the input's schema is read: the sketch stage
     # otherwise waited ~0.5 s for it at 100k documents.
@@ -177,14 +198,14 @@ def review_page(spark: SparkSession, output: str, *, per_stratum: int = 3) -> st
 
 def build_index(spark: SparkSession, cfg: Config, output: str | None = None) -> Report:
     """A new archive index at cfg.index.path from cfg.input (and, with `output`, a run's tables there)."""
-    with sized(spark, input_bytes_of(cfg.input)):
+    with _package_on_workers(), sized(spark, input_bytes_of(cfg.input)):
         return nightly.build(spark, resolve(cfg), output)
 
 
 def append(spark: SparkSession, cfg: Config) -> Report:
     """cfg.input as tonight's batch: checked against the index at cfg.index.path, written to
     cfg.output.path and appended to the index in one commit."""
-    with sized(spark, input_bytes_of(cfg.input)):
+    with _package_on_workers(), sized(spark, input_bytes_of(cfg.input)):
         return nightly.append(spark, resolve(cfg))
 
 

@@ -108,3 +108,17 @@ def io_failure(exc: BaseException) -> tuple[str, str | None, str] | None:
                 (m.group(0) for line in hits for m in [_PATH.search(line)] if m), None)
             return what, found, todo
     return None
+
+
+_NO_PACKAGE = "No module named 'neardup_spark'"
+
+
+def unshipped(exc: BaseException) -> NeardupError | None:
+    """A one-line error when `exc` says Spark's Python workers cannot import this package
+    (a Spark Connect server, or a cluster it was not installed on); else None."""
+    if _NO_PACKAGE not in " ".join([str(exc), *java_causes(exc)]):
+        return None
+    return NeardupError(
+        f"Spark's Python workers cannot import neardup_spark ({_NO_PACKAGE}): install the package on the "
+        "cluster, or ship it once per session with spark.addArtifacts(neardup_spark.runtime.session.package_zip(), "
+        "pyfile=True) (the neardup command does this itself)")

@@ -75,22 +75,44 @@ def server(tmp_path_factory):
         log.close()
 
 
-def _client(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module")
+def client_only(tmp_path_factory) -> Path:
+    """A venv holding the package's wheel with its connect-client extra: pyspark-client, no JVM,
+    no classic pyspark. Returns its python."""
+    work = tmp_path_factory.mktemp("client-only")
+    subprocess.run([sys.executable, "-m", "venv", str(work / "venv")], check=True, timeout=120)
+    python = work / "venv" / "bin" / "python"
+    def pip(*argv: str) -> None:
+        done = subprocess.run([str(python), "-m", "pip", *argv, "-q", "--disable-pip-version-check"], cwd=work,
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    pip("wheel", "--no-deps", "-w", str(work / "dist"), str(ROOT))
+    (wheel,) = (work / "dist").glob("neardup_spark-*.whl")
+    pip("install", f"{wheel}[connect-client]")
+    probe = subprocess.run([str(python), "-c", "import pyspark, neardup_spark; from pyspark import SparkContext"],
+                           cwd=work, capture_output=True, text=True)
+    assert probe.returncode == 1 and "cannot import name 'SparkContext'" in probe.stderr, probe.stderr
+    return python
+
+
+def _client(args: list[str], cwd: Path, python: str = sys.executable) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    return subprocess.run([str(python), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
-def _cli(url: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return _client(["-m", "neardup_spark", *args, "--remote", url], cwd)
+def _cli(url: str, args: list[str], cwd: Path, python: str = sys.executable) -> subprocess.CompletedProcess:
+    return _client(["-m", "neardup_spark", *args, "--remote", url], cwd, python)
 
 
 def test_the_servers_workers_cannot_import_the_package_unshipped(server):
-    """The control: without addArtifacts the sketch UDFs fail on the server."""
+    """The control: without addArtifacts the sketch UDFs fail on the server, and the library says
+    so in one line that names the fix."""
     url, work = server
     proc = _client([str(ROOT / "tests" / "scripts" / "connect_client.py"), url, "unshipped"], work)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got["failed"] and got["no_package"], got["error"]
+    assert got["failed"] and got["no_package"] and got["one_line"], got["error"]
 
 
 def test_the_cli_ships_the_package_and_runs_with_plots(spark, server, tmp_path):
@@ -109,8 +131,9 @@ def test_the_cli_ships_the_package_and_runs_with_plots(spark, server, tmp_path):
     assert report["plots"] and all((out / Path(p).name).stat().st_size > 0 for p in report["plots"])
 
 
-def test_nightly_tables_and_calibrate_through_the_server(spark, server, tmp_path):
-    """index build -> append with catalog tables (the server's catalog) -> export, and calibrate."""
+def test_nightly_tables_and_calibrate_through_the_server(spark, server, client_only, tmp_path):
+    """index build -> append with catalog tables (the server's catalog) -> export from a
+    Connect-only client (pyspark-client, no JVM), and calibrate."""
     url, work = server
     paths = oracles.split_into_nights(pd.read_json(SAMPLE, lines=True), tmp_path, seed=5)
     index = str(tmp_path / "index")
@@ -121,7 +144,7 @@ def test_nightly_tables_and_calibrate_through_the_server(spark, server, tmp_path
         ["index", "export", "--index", index, "--output", str(tmp_path / "export")],
     ]
     for argv in steps:
-        proc = _cli(url, argv, tmp_path)
+        proc = _cli(url, argv, tmp_path, client_only)
         assert proc.returncode == 0, (argv, proc.stderr[-3000:])
     exported = pd.read_parquet(tmp_path / "export" / "clusters")
     assert sorted(exported.doc_id) == sorted(pd.concat([pd.read_json(p, lines=True) for p in paths[:2]]).id)
@@ -149,9 +172,10 @@ def test_nightly_tables_and_calibrate_through_the_server(spark, server, tmp_path
     assert abs(remote["noise_p99"] - classic["noise_p99"]) < 0.02
 
 
-def test_the_readme_library_example_runs_on_the_server(server):
+def test_the_readme_library_example_runs_on_the_server(server, client_only):
+    """The README's `deduplicate` example, from the Connect-only client."""
     url, work = server
-    proc = _client([str(ROOT / "tests" / "scripts" / "connect_client.py"), url, "readme"], work)
+    proc = _client([str(ROOT / "tests" / "scripts" / "connect_client.py"), url, "readme"], work, client_only)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["counts"]["documents"] == 1000 and 0 < got["keepers"] == got["counts"]["clusters"] < 1000

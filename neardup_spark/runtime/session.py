@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from pyspark import SparkContext, StorageLevel
+from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from neardup_spark.config import SparkConfig
@@ -100,6 +100,8 @@ def build_session(spark_cfg: SparkConfig, checkpoint_dir: str | None = None,
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if remote_of(spark_cfg):
         return connect_session(spark_cfg)
+    from pyspark import SparkContext  # classic only: a Connect-only client has none
+
     builder = SparkSession.builder.appName(spark_cfg.app_name)
     fresh = SparkContext._active_spark_context is None  # else getOrCreate keeps the running one's
     new_jvm = SparkContext._gateway is None  # a stopped context's JVM keeps its heap
@@ -406,10 +408,11 @@ def class_archive(spark_cfg: SparkConfig) -> ClassArchive | None:
     local mode, or None: not local, not ours to start, switched off
     (`spark.class_cache`), driver JVM options set outside our config, Java
     older than 13 or of unknown version, or no writable cache directory."""
-    from pyspark import SparkContext
-
-    if not spark_cfg.class_cache or not planned_master(spark_cfg).startswith("local") or under_spark_submit():
+    if remote_of(spark_cfg) or not spark_cfg.class_cache or not planned_master(spark_cfg).startswith("local") \
+            or under_spark_submit():
         return None
+    from pyspark import SparkContext  # classic only: a Connect-only client has none
+
     if SparkContext._gateway is not None or _defaults_set_java_options():
         return None
     java = _java_release()

@@ -26,7 +26,7 @@ if case == "unshipped":
     except Exception as exc:  # noqa: BLE001 - the server's error is the result
         text = str(exc)
         print(json.dumps({"failed": True, "no_package": "No module named 'neardup_spark'" in text,
-                          "error": text[:2000]}))
+                          "one_line": "\n" not in text and "spark.addArtifacts(" in text, "error": text[:2000]}))
     else:
         print(json.dumps({"failed": False}))
 elif case == "readme":
