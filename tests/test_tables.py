@@ -83,6 +83,35 @@ def test_a_run_writes_the_parquet_outputs_rows_as_tables(spark, files_run, tmp_p
     assert "<html" in api.review_page(spark, str(out)).lower()
 
 
+def test_a_run_stopped_between_tables_leaves_no_report_over_them(spark, files_run, tmp_path, monkeypatch):
+    """No catalog replaces several tables at once: the old report is withdrawn before the first
+    table, a stop between tables leaves the marker (readers say so), the next run replaces all."""
+    from neardup_spark.runtime import tables
+    from neardup_spark.stages import write
+
+    out = tmp_path / "run"
+    cfg = _cfg(**{"output.path": str(out), "output.table": "default.nd_stop", "output.mode": "overwrite"})
+    api.run(spark, cfg)
+    saved = tables.save_tables
+
+    def first_table_only(spark, frames, *args, **kwargs):
+        saved(spark, dict(list(frames.items())[:1]), *args[:3])
+        raise KeyboardInterrupt("stopped after the first table")
+
+    monkeypatch.setattr(write, "save_tables", first_table_only)
+    with pytest.raises(KeyboardInterrupt):
+        api.run(spark, cfg.with_overrides({"verify.threshold": 0.9}))
+    assert not (out / "report.json").exists() and (out / "_neardup_publishing.json").exists()
+    with pytest.raises(NeardupError, match="stopped while saving its catalog tables .*default.nd_stop_clusters"):
+        api.inspect(spark, str(out), doc=1)
+    monkeypatch.setattr(write, "save_tables", saved)
+    report = api.run(spark, cfg)
+    assert report["tables"]["clusters"] == "default.nd_stop_clusters" and (out / "report.json").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["report.json"]
+    for name, key in KEYS.items():
+        _same(spark, f"default.nd_stop_{name}", files_run / name, key)
+
+
 @pytest.mark.compat
 def test_existing_tables_are_refused_before_any_work_unless_overwrite(spark, files_run, tmp_path):
     spark.range(3).write.saveAsTable("default.nd_taken_pairs")
