@@ -505,7 +505,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     _check_local_input(cfg)
-    from neardup_spark.runtime.publish import MARKER, settle
+    from neardup_spark.runtime.publish import MARKER, pending
 
     run_output = args.clusters.rstrip("/")
     clusters_path = run_output
@@ -524,7 +524,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             raise NeardupError(f"the labelled input has no column(s) {', '.join(missing)}; it has {', '.join(raw.columns)}")
         labels = raw.select(raw[cfg.input.id_col].alias("doc_id"), *wanted[1:])
         if clusters_path != run_output:
-            interrupted = settle(spark, run_output)  # a stopped run's publication: completed first
+            interrupted = pending(spark, run_output)  # a stopped run's publication: not whole yet
             if interrupted:
                 raise NeardupError(f"{run_output}: {interrupted}")
         clusters = spark.read.parquet(clusters_path)
@@ -624,14 +624,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _require_finished(output: str) -> None:
-    """A local run output holds report.json (or a stopped run's publication, which the
-    session completes), checked before the JVM starts."""
+    """A local run output holds report.json, checked before the JVM starts (a stopped run's
+    publication is said as such)."""
     from neardup_spark.runtime.paths import local_file
-    from neardup_spark.runtime.publish import MARKER
+    from neardup_spark.runtime.publish import pending
 
     here = local_file(output)
-    if here is not None and not (here / "report.json").is_file() and not (here / MARKER).is_file():
-        raise NeardupError(f"{output} holds no finished run (no report.json)")
+    if here is not None and not (here / "report.json").is_file():
+        note = pending(None, str(here))
+        raise NeardupError(f"{output}: {note}" if note else f"{output} holds no finished run (no report.json)")
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:

@@ -76,7 +76,7 @@ _IO_FAILURES = (
     (("FileNotFoundException", "No such file or directory", "PATH_NOT_FOUND", "Path does not exist", "ENOENT"),
      "a file is missing", "check that nothing else removed or moved files there while the job ran"),
 )
-_PATH = re.compile(r"(?:(?:file|hdfs|s3a?|abfss?|wasbs?|gs|dbfs|viewfs):/*)?/[^\s'\"`,;:()\[\]]+")
+_PATH = re.compile(r"(?:(?:file|hdfs|s3a?|abfss?|wasbs?|gs|dbfs|viewfs):(?://[^/\s'\"`]*)?)?/[^\s'\"`,;()\[\]]+")
 
 
 def writing(exc: BaseException, path: str) -> BaseException:
@@ -105,7 +105,7 @@ def io_failure(exc: BaseException) -> tuple[str, str | None, str] | None:
         hits = [line for line in text.splitlines() if any(n in line for n in needles)]
         if hits:
             found = getattr(exc, "neardup_path", None) or next(
-                (m.group(0) for line in hits for m in [_PATH.search(line)] if m), None)
+                (m.group(0).rstrip(".:") for line in hits for m in [_PATH.search(line)] if m), None)
             return what, found, todo
     return None
 

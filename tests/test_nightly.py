@@ -609,7 +609,7 @@ def test_two_appends_at_once_one_lands_one_refuses(spark, batches, tmp_path):
 def test_a_run_killed_while_replacing_an_output_never_shows_two_runs(spark, batches, tmp_path):
     """`run --overwrite` over a good output, killed (SIGKILL to its process group) while its
     tables are switched in: a reader finds no report and the marker, never the old report over
-    new tables; the next command completes the new output whole (see test_publish for every step)."""
+    new tables; the next run leaves the new output whole (see test_publish for every step)."""
     work, rows, paths = batches
     out = tmp_path / "out"
     old = run(spark, _cfg(**{"input.path": paths[0], "output.path": str(out), "output.plots": True}))
@@ -630,9 +630,10 @@ def test_a_run_killed_while_replacing_an_output_never_shows_two_runs(spark, batc
     new_docs = len(pd.read_json(paths[1], lines=True))
     assert not (out / "report.json").exists() and (out / "_neardup_publishing.json").exists()
     assert len(pd.read_parquet(out / "clusters")) == new_docs  # the new table is in, under no report
-    # The next command that opens the output completes the publication: the new run, whole.
-    finished = api.inspect(spark, str(out), doc=int(pd.read_json(paths[1], lines=True).id[0]))
-    assert len(finished) >= 1
+    # A reader says so and moves nothing; the same command again completes it.
+    with pytest.raises(InputError, match="stopped while publishing its output"):
+        api.inspect(spark, str(out), doc=int(pd.read_json(paths[1], lines=True).id[0]))
+    run(spark, _cfg(**{"input.path": paths[1], "output.path": str(out)}))
     report = json.loads((out / "report.json").read_text())
     assert report["counts"]["documents"] == new_docs != old["counts"]["documents"]
     assert len(pd.read_parquet(out / "clusters")) == new_docs

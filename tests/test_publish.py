@@ -93,8 +93,11 @@ def test_a_kill_at_any_step_leaves_one_run_whole_or_none_with_a_marker(tmp_path,
         assert marker, f"no report.json and no marker after a kill at {kill_at}"
     if kill_at == "publish:staged":
         _assert_whole(out, "A")  # nothing had moved yet
-    # The next command settles it: B whole, and nothing of ours left but what a next run removes.
-    assert publish.settle(None, str(out)) is None
+    # A reader says so and moves nothing; the next writer settles it: B whole, nothing of ours left.
+    if marker:
+        assert "stopped while publishing its output" in publish.pending(None, str(out))
+        assert _reader_view(out) == (report, seen)
+    publish.settle(None, str(out))
     publish.remove_leftovers(None, str(out), (publish.STAGING_PREFIX,))
     _assert_whole(out, "A" if kill_at == "publish:staged" else "B")
     assert not [p.name for p in out.iterdir() if p.name.startswith("_neardup")]
@@ -104,8 +107,10 @@ def test_settling_twice_and_a_new_run_over_a_stopped_one(tmp_path):
     out = tmp_path / "out"
     _write_a(out)
     assert _publish(out, "publish:deduplicated").returncode == 137
-    assert publish.settle(None, str(out)) is None and publish.settle(None, str(out)) is None
+    publish.settle(None, str(out))
+    publish.settle(None, str(out))
     _assert_whole(out, "B")
+    assert publish.pending(None, str(out)) is None
     # A run over an output another run stopped in: it is settled first, then replaced.
     assert _publish(out, "publish:withdrawn").returncode == 137
     assert _publish(out, None).returncode == 0
@@ -131,17 +136,20 @@ def test_a_publication_in_progress_is_not_taken_over(tmp_path):
                                                       "host": os.uname().nodename, "pid": holder.pid}))
         with pytest.raises(publish.PublishError, match="is publishing its output"):
             publish.settle(None, str(out))
+        with pytest.raises(publish.PublishError, match="is publishing its output"):
+            publish.pending(None, str(out))
     finally:
         holder.kill()
         holder.wait()
 
 
-def test_a_torn_marker_is_one_line_naming_it(tmp_path):
+def test_a_damaged_marker_is_reported_then_cleared_by_the_next_writer(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / publish.MARKER).write_text('{"staging": "_neardup_sta')
-    with pytest.raises(publish.PublishError, match="_neardup_publishing.json is not readable"):
-        publish.settle(None, str(out))
+    assert "its marker _neardup_publishing.json is damaged" in publish.pending(None, str(out))
+    publish.settle(None, str(out))
+    assert not (out / publish.MARKER).exists()
 
 
 def test_a_stopped_catalog_publication_is_reported_then_cleared_by_the_next_writer(tmp_path):
@@ -149,10 +157,43 @@ def test_a_stopped_catalog_publication_is_reported_then_cleared_by_the_next_writ
     out.mkdir()
     (out / publish.MARKER).write_text(json.dumps({"staging": "_neardup_staging-y", "names": [],
                                                   "tables": ["cat.db.p_clusters"], "host": "elsewhere", "pid": 1}))
-    note = publish.settle(None, str(out))
+    note = publish.pending(None, str(out))
     assert "stopped while saving its catalog tables (cat.db.p_clusters)" in note
-    assert publish.settle(None, str(out), clear_tables=True) is None
+    publish.settle(None, str(out))
     assert not (out / publish.MARKER).exists()
+
+
+@pytest.mark.parametrize("cut", ["copied", "partly_copied", "partly_removed"])
+def test_a_move_cut_short_on_an_object_store_is_completed_whole(tmp_path, cut):
+    """Object stores move a folder by copying it, then removing the source: a stop can leave a
+    partial copy (all files still staged) or a whole copy with some staged files left."""
+    out = tmp_path / "out"
+    _write_a(out)
+    staging = out / "_neardup_staging-s"
+    (staging / publish.ASIDE).mkdir(parents=True)
+    files = [f"part-{i}-B.parquet" for i in range(4)]
+    for name in B_NAMES:
+        (staging / name).mkdir()
+        for f in files:
+            (staging / name / f).write_text("B")
+    (staging / "report.json").write_text(json.dumps({"run": "B"}))
+    (out / "report.json").rename(staging / publish.ASIDE / "report.json")  # withdrawn
+    # clusters: the old table was moved aside, then the new one's move was cut short.
+    (out / "clusters").rename(staging / publish.ASIDE / "clusters")
+    (staging / publish.ASIDE / f"clusters{publish.CLEARED}").write_text("")
+    (out / "clusters").mkdir()
+    copied = files[:2] if cut == "partly_copied" else files
+    for f in copied:
+        (out / "clusters" / f).write_text("B")
+    if cut == "partly_removed":
+        for f in files[:3]:
+            (staging / "clusters" / f).unlink()
+    (out / publish.MARKER).write_text(json.dumps({"staging": staging.name, "names": list(B_NAMES), "tables": [],
+                                                  "host": "elsewhere", "pid": 1}))
+    publish.settle(None, str(out))
+    assert _reader_view(out) == ("B", {name: "B" * len(files) for name in B_NAMES})
+    assert sorted(p.name for p in (out / "clusters").iterdir()) == files
+    assert not staging.exists() and not (out / publish.MARKER).exists()
 
 
 def test_without_a_filesystem_at_hand_the_report_is_withdrawn_first(spark, tmp_path, monkeypatch):
@@ -180,3 +221,10 @@ def test_without_a_filesystem_at_hand_the_report_is_withdrawn_first(spark, tmp_p
     assert finished_report(spark, out) is None
     with pytest.raises(InputError, match="stopped before it finished: its tables may come from two runs"):
         open_output(spark, out)
+    # Without --overwrite Spark refuses the existing tables before anything is touched.
+    monkeypatch.undo()
+    monkeypatch.setattr(publish, "output_store", lambda spark, root: None)
+    api.run(spark, cfg)
+    with pytest.raises(Exception, match="already exists"):
+        api.run(spark, cfg.with_overrides({"output.mode": "errorifexists"}))
+    assert finished_report(spark, out)["counts"]["documents"] == 1000

@@ -6,7 +6,7 @@ A run writes its tables, plots and report.json under a staging folder beside the
 them in, in this order:
 
 1. `_neardup_publishing.json` is created (only if absent) naming the staging folder
-   and what moves. From here on a stop is completed by the next command (`settle`);
+   and what moves. From here on a stop is completed by the next run writing there (`settle`);
 2. the old report.json (and report/) moves aside: the output now holds no finished run;
 3. each table and plot moves in, the old one moved aside first; old tables and plots
    the new run does not write (boilerplate/, plots of an earlier --plots) are moved
@@ -15,16 +15,23 @@ them in, in this order:
 5. the marker goes, then the staging folder with what was moved aside.
 
 A stop before step 1 leaves the old output as it was (the staging folder is removed
-by the next run). A stop after it leaves no report.json and the marker: `settle`,
-which every run writing the output and every command reading it calls first, does
-steps 2-5 again from where they stopped. The staged tables had all been written and
-their rows counted before step 1, so what it completes is the output the stopped run
-was about to publish.
+by the next run). A stop after it leaves no report.json and the marker. Commands that
+read the output say so (`pending`) and move nothing: a reader cannot tell a stopped
+run from one still switching on another machine. The next run that writes the output
+calls `settle` first, which does steps 2-5 again from where they stopped (each step
+restartable, including a folder's move cut short on an object store, where a rename
+is a copy and a delete). The staged tables had all been written and their rows
+counted before step 1, so what it completes is the output the stopped run was about
+to publish.
 
 Catalog tables (output.table) cannot be moved: each `saveAsTable` replaces one table.
 The marker is created and the old report withdrawn before the first of them is
 saved, so between two runs' tables there is never a report; a run stopped while
 saving leaves the marker, which readers report and the next run clears.
+
+A marker is refused while the process that wrote it is alive on this host, so two
+runs never switch one output at once; a second writer elsewhere is the user's to
+avoid, as with any output path.
 
 Without a filesystem the driver can reach (Spark Connect with an output at a URI)
 nothing can be renamed: report/ is first replaced by a marker line, the tables are
@@ -57,7 +64,8 @@ REPORT = "report.json"
 REPORT_DIR = "report"  # Spark Connect with a remote output: the report as a one-line text table
 # What a run may have written under its output: moved aside when the new run does not write it.
 OUTPUT_NAMES = ("clusters", "pairs", "deduplicated", "boilerplate")
-PLOT_SUFFIX = ".png"
+PLOT_NAMES = ("s_curve.png", "jaccard.png", "cluster_sizes.png")  # tools.figures.write_run_plots
+CLEARED = ".cleared"  # beside a name's aside copy: the old one is out of the way
 
 
 class PublishError(NeardupError):
@@ -116,7 +124,9 @@ class Publication:
         if self.marked:
             return
         if self.store is None:
-            if self.with_report:
+            # Overwriting in place: report/ first says the tables are being replaced. Otherwise
+            # Spark refuses existing tables before writing anything, and the report stays.
+            if self.mode == "overwrite" and self.with_report:
                 _write_report_dir(self.spark, self.root, {"publishing": self._marker(tables or [], [])})
             self.marked = True
             return
@@ -182,12 +192,11 @@ def _switch(store: Store, staging: str, names: list[str]) -> None:
     for name in names:
         if name == REPORT or not store.exists(f"{staging}/{name}"):
             continue  # the report goes last; a name already moved in stays
-        _move_aside(store, name, staging)
-        store.rename(f"{staging}/{name}", name)
+        _move_in(store, staging, name)
         kill_point(f"publish:{name}")
     if report_staged:
         for name in store.list(""):
-            if (name in OUTPUT_NAMES or name.endswith(PLOT_SUFFIX)) and name not in names:
+            if name in (*OUTPUT_NAMES, *PLOT_NAMES) and name not in names:
                 _move_aside(store, name, staging)
         store.rename(f"{staging}/{REPORT}", REPORT)
     kill_point("publish:reported")
@@ -199,7 +208,28 @@ def _switch(store: Store, staging: str, names: list[str]) -> None:
         pass
 
 
+def _move_in(store: Store, staging: str, name: str) -> None:
+    """staging/name to name, the old name moved aside first; restartable after a stop anywhere.
+
+    On object stores a folder's rename is a copy, then a delete: a stop can leave a partial
+    copy at `name` (all its files still staged) or a whole copy there with some staged files
+    left. A file under the aside folder says the old table is gone, so whatever is at `name`
+    after it is this run's."""
+    staged, cleared = f"{staging}/{name}", f"{staging}/{ASIDE}/{name}{CLEARED}"
+    if not store.exists(cleared):
+        _move_aside(store, name, staging)
+        store.put(cleared, "")
+    elif store.exists(name):  # this run's move, cut short
+        if set(store.list(name)) <= set(store.list(staged)):
+            store.delete(name)  # the copy was partial: copy again
+        else:
+            store.delete(staged)  # the copy was whole; what is left staged is its source's remains
+            return
+    store.rename(staged, name)
+
+
 def _move_aside(store: Store, name: str, staging: str) -> None:
+    """name to the aside folder (anything there by that name, a stopped earlier move's, goes)."""
     if store.exists(name):
         store.mkdirs(f"{staging}/{ASIDE}")
         aside = f"{staging}/{ASIDE}/{name}"
@@ -216,7 +246,9 @@ def _write_report_dir(spark: SparkSession, root: str, report: Mapping) -> None:
 
 
 def read_marker(store: Store) -> dict | None:
-    """The marker of a publication in progress or stopped, or None."""
+    """The marker of a publication in progress or stopped, or None. A marker that does not
+    parse (cut short where a filesystem has no atomic overwrite) reads as one that cannot be
+    completed."""
     text = store.read_text(MARKER)
     if text is None:
         return None
@@ -225,8 +257,7 @@ def read_marker(store: Store) -> dict | None:
     except ValueError:
         marker = None
     if not isinstance(marker, dict) or not isinstance(marker.get("staging"), str):
-        raise PublishError(f"{store.uri}/{MARKER} is not readable (a publication marker cut short?): check the "
-                           "output, then remove that file and run again with --overwrite")
+        return {"staging": None, "names": [], "tables": [], "damaged": True}
     return marker
 
 
@@ -245,31 +276,52 @@ def _alive_here(marker: dict) -> bool:
     return True
 
 
-def settle(spark: SparkSession | None, root: str, clear_tables: bool = False) -> str | None:
-    """Complete the publication a stopped run left at `root` (see the module doc). Returns
-    None when the output is settled (nothing was pending, or it was completed), or, for a
-    run stopped while saving catalog tables, a sentence saying so (with `clear_tables`, a
-    writer about to replace them, the marker is removed instead)."""
+def _live(marker: dict, root: str) -> PublishError | None:
+    if not _alive_here(marker):
+        return None
+    return PublishError(f"a run (pid {marker['pid']}) is publishing its output to {root} right now; try again when "
+                        f"it has finished (if no run is, remove {root.rstrip('/')}/{MARKER})")
+
+
+def pending(spark: SparkSession | None, root: str) -> str | None:
+    """For a command that reads an output: None when no publication is pending there, else a
+    sentence saying why the output is not whole yet. Readers never move anything: a reader on
+    one machine cannot tell a stopped run from one still switching on another."""
     store = output_store(spark, root)
-    if store is None or not store.exists(MARKER):
+    marker = read_marker(store) if store is not None else None
+    if marker is None:
         return None
-    marker = read_marker(store)
-    if _alive_here(marker):
-        raise PublishError(f"a run (pid {marker['pid']}) is publishing its output to {root} right now; try again "
-                           "when it has finished")
-    staging = marker["staging"]
+    live = _live(marker, root)
+    if live is not None:
+        raise live
+    if marker.get("damaged"):
+        return (f"a run stopped while publishing its output here and its marker {MARKER} is damaged: run it again "
+                "with --overwrite")
     if marker.get("tables"):
-        if not clear_tables:
-            return (f"the run that wrote {root} stopped while saving its catalog tables "
-                    f"({', '.join(marker['tables'])}): they may come from two runs; run it again with --overwrite")
+        return (f"the run that wrote {root} stopped while saving its catalog tables ({', '.join(marker['tables'])}): "
+                "they may come from two runs; run it again with --overwrite")
+    return (f"the run that wrote {root} stopped while publishing its output: the next run writing there completes "
+            "it (the same command again, or any run with --overwrite)")
+
+
+def settle(spark: SparkSession | None, root: str) -> None:
+    """For a command about to write an output: complete the publication a stopped run left
+    at `root` (see the module doc), or, where that cannot be done (catalog tables stopped
+    between two saves, a damaged marker), remove its marker: this run replaces that output."""
+    store = output_store(spark, root)
+    marker = read_marker(store) if store is not None else None
+    if marker is None:
+        return
+    live = _live(marker, root)
+    if live is not None:
+        raise live
+    staging = marker.get("staging")
+    if marker.get("damaged") or marker.get("tables") or not store.exists(staging):
         store.delete(MARKER)
-        store.delete(staging)
-        return None
-    if not store.exists(staging):  # stopped between removing the marker's folder and the marker
-        store.delete(MARKER)
-        return None
+        if staging:
+            store.delete(staging)
+        return
     _switch(store, staging, marker.get("names") or [])
-    return None
 
 
 def remove_leftovers(spark: SparkSession | None, root: str, prefixes: tuple[str, ...]) -> None:
@@ -281,19 +333,19 @@ def remove_leftovers(spark: SparkSession | None, root: str, prefixes: tuple[str,
     names = store.list("")
     if not names:
         return
-    pending = read_marker(store)["staging"] if MARKER in names else None
+    named = read_marker(store)["staging"] if MARKER in names else None
     for name in names:
-        if name.startswith(prefixes) and name != pending and name != MARKER:
+        if name.startswith(prefixes) and name != named and name != MARKER:
             store.delete(name)
 
 
 @contextmanager
 def publishing(spark: SparkSession, root: str, mode: str, leftovers: tuple[str, ...] = (),
                with_report: bool = True) -> Iterator[Publication]:
-    """A Publication to `root`: a stopped earlier one settled first (catalog tables' marker
-    cleared: this run replaces them), leftovers of killed runs removed; on an error before
-    its commit, the staged files are removed and the output is as it was."""
-    settle(spark, root, clear_tables=True)
+    """A Publication to `root`: a stopped earlier one settled first, leftovers of killed runs
+    removed; on an error before its commit, the staged files are removed and the output is
+    as it was."""
+    settle(spark, root)
     remove_leftovers(spark, root, (STAGING_PREFIX, *leftovers))
     pub = Publication(spark, root, output_store(spark, root), mode, with_report)
     try:
@@ -312,4 +364,4 @@ def pending_note(report: dict | None) -> str | None:
     return None
 
 
-__all__ = ["MARKER", "Publication", "PublishError", "publishing", "remove_leftovers", "settle"]
+__all__ = ["MARKER", "Publication", "PublishError", "pending", "publishing", "remove_leftovers", "settle"]

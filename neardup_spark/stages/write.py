@@ -123,10 +123,9 @@ def output_holds_something(spark: SparkSession, out: str) -> bool:
 
 
 def finished_report(spark: SparkSession, out: str) -> dict | None:
-    """The report a finished run left in `out` (a publication a stopped run left there
-    completed first, see `runtime.publish.settle`), or None."""
-    if publish.settle(spark, out) is not None:
-        return None
+    """The report a finished run left in `out`, or None. For a command about to write `out`:
+    a publication a stopped run left there is completed first (`runtime.publish.settle`)."""
+    publish.settle(spark, out)
     store = publish.output_store(spark, out)
     if store is not None:
         text = store.read_text("report.json")

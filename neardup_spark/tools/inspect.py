@@ -28,7 +28,7 @@ from neardup_spark import columns as C
 from neardup_spark.config import Config, from_dict
 from neardup_spark.errors import InputError
 from neardup_spark.kernels.sketch import shingle_sets
-from neardup_spark.runtime.publish import pending_note, settle
+from neardup_spark.runtime.publish import pending, pending_note
 from neardup_spark.runtime.terminal import printable
 from neardup_spark.stages.read import documents, read_input
 
@@ -66,7 +66,7 @@ class RunOutput:
 def open_output(spark: SparkSession, path: str) -> RunOutput:
     """The run at `path`, from its report.json; an InputError when it is not a finished run's output."""
     root = path.rstrip("/")
-    interrupted = settle(spark, path)  # a publication a stopped run left: completed first
+    interrupted = pending(spark, path)  # a stopped run's publication: readers never move anything
     if interrupted:
         raise InputError(f"{path}: {interrupted}")
     report = None
