@@ -178,7 +178,7 @@ def _check_creatable(out: str, target: Path) -> None:
 
 
 # What a run writes under its output (plots are files beside them).
-WRITTEN = ("clusters", "pairs", "deduplicated", "boilerplate", "report", "report.json")
+WRITTEN = (*publish.OUTPUT_NAMES, publish.REPORT_DIR, publish.REPORT)
 
 
 def output_exists(out: str) -> NeardupError:
