@@ -357,8 +357,7 @@ def main(argv=None) -> dict:
         spark_args += ["--conf", f"spark.driver.memory={args.driver_memory}"]
     for item in args.conf:
         spark_args += ["--conf", item]
-    if args.linkage != "components":
-        spark_args += ["--linkage", args.linkage]
+    spark_args += ["--linkage", args.linkage]  # always named: the package's default is keeper
     load_start = [round(x, 2) for x in os.getloadavg()]
     tree = pipeline_tree()
 

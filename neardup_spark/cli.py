@@ -105,7 +105,8 @@ def _print_report(args: argparse.Namespace, report) -> None:
 
 def _add_linkage_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--linkage", choices=["components", "keeper"],
-                   help="keeper: every cluster member verifies against its keeper and every other member (no chains)")
+                   help="keeper (default): every removed document is verified against its own keeper (no chains); "
+                        "components: connected components of verified pairs (A~B~C in one cluster)")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -140,10 +140,10 @@ class VerifyConfig:
 @dataclass(frozen=True)
 class ClusterConfig:
     backend: str = "dataframe"
-    # components: a cluster is a connected component of verified pairs (A~B~C may hold A and C
-    # that are not duplicates); keeper: every member also verifies against its keeper and
-    # every other member.
-    linkage: str = "components"
+    # keeper: a cluster is a star, every member a verified pair with its keeper (or an exact
+    # copy of one); components: a connected component of verified pairs (A~B~C may hold A
+    # and C that are not duplicates).
+    linkage: str = "keeper"
     max_iterations: int = 200
     checkpoint: str = "local"
     checkpoint_interval: int = 2

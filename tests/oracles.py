@@ -74,6 +74,30 @@ def union_find_clusters(ids, edges):
     return {i: find(i) for i in ids}
 
 
+def sequential_stars(ids, text, pairs) -> dict:
+    """Keeper linkage, one text at a time: {id: its keeper id}. Ids are in keeper order
+    (smallest first); a text (ids with the same `text[id]`) ranks by its first id. A text no
+    keeper took becomes one and takes every later text it has a pair with."""
+    first = {}
+    for i in sorted(ids):
+        first.setdefault(text[i], i)
+    adj = {}
+    for a, b in pairs:
+        ta, tb = first[text[a]], first[text[b]]
+        if ta != tb:
+            adj.setdefault(ta, set()).add(tb)
+            adj.setdefault(tb, set()).add(ta)
+    keeper = {}
+    for t in sorted(set(first.values())):
+        if t in keeper:
+            continue
+        keeper[t] = t
+        for u in sorted(adj.get(t, ())):
+            if u > t and u not in keeper:
+                keeper[u] = t
+    return {i: keeper[first[text[i]]] for i in ids}
+
+
 def cluster_pairs(labels: dict) -> set:
     """All (a, b), a < b, of documents with the same label."""
     groups = defaultdict(list)

@@ -215,6 +215,12 @@ def test_a_run_shows_progress_and_a_summary(spark, tmp_path, capsys):
                         f"{counts['removed']:,} removed")
     assert f"verified pairs        {counts['verified_pairs']:,}" in shown.out
     assert "a pair at the threshold becomes a candidate with p = " in shown.out
+    # The default's own figures: every removed document checked against its keeper, and the
+    # advice about the catch rate told as this run's pairs.
+    assert counts["removed_verified_against_keeper"] == counts["removed"] > 0
+    assert f"largest cluster       {counts['largest_cluster']:,} documents" in shown.out
+    assert f"removed, verified     {counts['removed']:,} of {counts['removed']:,} (100.0%)" in shown.out
+    assert "verified pairs lie within 0.05 of the threshold" in " ".join(shown.out.split())
     assert str(out) in lines[-1]
     for stage in STAGES:  # a line as each stage starts and as it ends, with its time
         assert f"neardup: {stage} ...\n" in shown.err

@@ -42,8 +42,8 @@ def rows():
 
 def _assert_is_a_full_run(spark, index: str, rows: pd.DataFrame, tmp_path: Path, **more) -> None:
     """The index's current clusters, keepers and statuses are those of one full run over rows
-    (keeper linkage unless `more` says otherwise), and with keeper linkage every two members
-    of a cluster match (exact Jaccard of the run's sets)."""
+    (keeper linkage unless `more` says otherwise), and with keeper linkage every member
+    matches its keeper (exact Jaccard of the run's sets)."""
     api.export(spark, index, str(tmp_path / "after"))
     rows.to_json(tmp_path / "union.jsonl", orient="records", lines=True, date_format="iso")
     run(spark, _cfg(**more, **{"input.path": str(tmp_path / "union.jsonl"), "output.path": str(tmp_path / "full")}))
@@ -58,10 +58,11 @@ def _assert_is_a_full_run(spark, index: str, rows: pd.DataFrame, tmp_path: Path,
 
 
 def _assert_stars(clusters: pd.DataFrame, rows: pd.DataFrame, threshold: float = 0.3) -> None:
+    """Every removed document resembles its own keeper (exact Jaccard of word 5-shingles)."""
     sets = {i: oracles.word_shingles(normalise_text(t), 5) for i, t in zip(rows.id, rows.text)}
-    for a, b in oracles.cluster_pairs(dict(zip(clusters.doc_id, clusters.cluster_id))):
-        sa, sb = sets[a], sets[b]
-        assert sa == sb or len(sa & sb) / len(sa | sb) >= threshold, (a, b)
+    for doc, keeper in zip(clusters.doc_id, clusters.keeper_id):
+        sa, sb = sets[doc], sets[keeper]
+        assert sa == sb or len(sa & sb) / len(sa | sb) >= threshold, (doc, keeper)
 
 
 def test_nightly_keeper_batches_give_one_full_keeper_run(spark, rows, tmp_path):
@@ -74,7 +75,7 @@ def test_nightly_keeper_batches_give_one_full_keeper_run(spark, rows, tmp_path):
                                           "output.path": str(tmp_path / f"out{k}")})))
     # The nights reached archived stories, and re-clustered whole components.
     assert all(r["counts"]["archived_components_touched"] > 0 for r in reports)
-    assert all(r["work"]["linkage_rounds"] >= 1 for r in reports)
+    assert all("linkage_on_driver" in r["work"] for r in reports)
     assert sum(r["work"]["linkage_reclustered"] for r in reports) > 0
     out = pd.read_parquet(tmp_path / "out2" / "clusters")
     assert out.in_batch.sum() == len(pd.read_json(paths[2], lines=True))

@@ -60,6 +60,33 @@ def test_advice_says_when_num_perm_is_too_small_and_what_would_do():
     assert not P.advice(P.resolve(0.8, 128), 1 / 3, 0.05)
 
 
+def test_a_runs_advice_speaks_of_its_own_pairs():
+    lsh = P.resolve(0.3, 128)
+    few = P.advice(lsh, 1 / 3, 0.05, P.Caught(verified=10_000, near=40, missed=12.4))
+    assert "40 of 10,000 verified pairs lie within 0.05" in few[0] and "estimated 12 pairs" in few[0]
+    assert "Nothing to change" in few[0] and "num_perm=" not in few[0]
+    many = P.advice(lsh, 1 / 3, 0.05, P.Caught(verified=1_000, near=600, missed=150.0))
+    need = P.perm_needed(0.3)
+    assert "(15.0% of those verified" in many[0] and f"num_perm={need}" in many[0]
+    assert f"{need / 128:.1f}x the signature cost" in many[0]
+    assert not P.advice(P.resolve(0.8, 128), 1 / 3, 0.05, P.Caught(10, 1, 0.0))  # caught well: silent
+
+
+def test_the_estimated_miss_matches_a_simulated_lsh():
+    # Pairs of known Jaccard, each caught with its banding probability: the estimate from the
+    # caught ones (each counts for 1/p) lands near the number really missed.
+    import numpy as np
+
+    lsh = P.resolve(0.3, 128)
+    rng = np.random.default_rng(3)
+    s = rng.uniform(0.3, 0.6, 200_000)
+    p = 1 - (1 - s ** lsh.rows) ** lsh.bands
+    caught = rng.random(s.size) < p
+    estimate = float(((1 - p[caught]) / p[caught]).sum())
+    missed = int((~caught).sum())
+    assert abs(estimate - missed) < 0.03 * missed
+
+
 @pytest.mark.parametrize("t, far_fraction, bound, target, limit", [
     (0.3, 1 / 3, 0.05, 0.9, 256),   # 1136 would do: None below 256
     (0.5, 1 / 3, 0.05, 0.9, 512),

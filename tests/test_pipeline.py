@@ -73,14 +73,17 @@ def test_cached_frames_stay_deserialized_in_memory(result):
 
 
 @pytest.mark.compat
-def test_every_document_exactly_once_and_clusters_match_union_find(rows, result):
+def test_every_document_exactly_once_and_clusters_are_stars_of_the_pairs(rows, result):
+    # The default: keeper linkage, keepers by the smallest id (see test_linkage.py; the
+    # components linkage's union-find oracle: test_components.py).
     clusters = result.clusters.collect()
     ids = [r[C.DOC_ID] for r in clusters]
     assert sorted(ids) == sorted(r["id"] for r in rows)
-    rep = oracles.exact_groups(rows)
     found = [(r[C.DOC_A], r[C.DOC_B]) for r in result.pairs.collect()]
-    exact = [(rep[i], i) for i in rep if rep[i] is not None and rep[i] != i]
-    want = oracles.union_find_clusters(ids, found + exact)
+    rep = oracles.exact_groups(rows)  # a text: its normalised form, named by its smallest id
+    text = {i: rep[i] if rep[i] is not None else ("empty", i) for i in ids}
+    stars = oracles.sequential_stars(ids, text, found)
+    want = {i: min(d for d in ids if stars[d] == stars[i]) for i in ids}
     assert {r[C.DOC_ID]: r[C.CLUSTER_ID] for r in clusters} == want
     for r in clusters:
         assert r[C.IS_KEEPER] == (r[C.DOC_ID] == r[C.KEEPER_ID])

@@ -61,6 +61,26 @@ def test_a_containment_run_has_no_jaccard_threshold_line(spark, tmp_path):
     assert "threshold 0." not in text and "class 0:" in text  # a curve per size class, no threshold line
 
 
+def test_the_farthest_member_of_the_largest_clusters_is_shown(spark, tmp_path):
+    # Chains (neighbours ~0.47 Jaccard, two apart ~0.16): components remove members unlike
+    # their keeper, and the page flags them (keeper linkage removes none: test_linkage.py).
+    import pandas as pd
+
+    from neardup_spark.tools import corpus
+
+    rows = pd.DataFrame(corpus.chains(n_chains=4, unrelated=2))[["id", "text"]]
+    rows.to_json(tmp_path / "chains.jsonl", orient="records", lines=True)
+    out = tmp_path / "out"
+    assert cli.main(["run", "--input", str(tmp_path / "chains.jsonl"), "--format", "jsonl", "--output", str(out),
+                     "--linkage", "components", "--shuffle-partitions", "4", "--quiet"]) == 0
+    text = api.review_page(spark, str(out))
+    assert "Farthest members of the largest clusters" in text
+    shown = re.findall(r"<b>Jaccard ([0-9.]+)</b>(?: · <b>below the threshold</b>)? · cluster", text)
+    assert shown
+    below = text.count("<b>below the threshold</b>")
+    assert 0 < below <= len(shown) and min(map(float, shown)) < 0.3
+
+
 def test_side_by_side_marks_words_on_each_side():
     left, right = side_by_side("a b c d <x>", "a b z d <x> e")
     assert left == "a b <del>c</del> d &lt;x&gt;" and right == "a b <ins>z</ins> d &lt;x&gt; <ins>e</ins>"

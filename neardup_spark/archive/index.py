@@ -85,6 +85,9 @@ ASSIGN_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
 PARAM_SECTIONS = ("normalise", "boilerplate", "shingle", "minhash", "match", "simhash", "lsh", "verify", "keeper",
                   "cluster")
 _CLUSTER_PARAMS = ("linkage",)
+# What a release before a parameter was recorded did, where today's default differs: an
+# index with no cluster.linkage was clustered by connected components.
+_UNRECORDED = {"cluster": {"linkage": "components"}}
 # Below this many rows a frame is broadcast into its join with an archive table.
 BROADCAST_ROWS = 5_000_000
 # Band rows are stored by the bucket key's top RANGE_BITS bits (one directory per range).
@@ -137,9 +140,12 @@ def check_params(manifest: dict, plan: Plan) -> None:
     """An error naming every parameter that differs from the index's.
 
     A parameter the manifest does not record (an index written before that
-    parameter existed) counts as its default: the older version behaved so.
+    parameter existed) counts as what the older version did: its default then
+    (`_UNRECORDED`, where today's default differs).
     """
     have, defaults = params_of(plan), params_of(resolve(Config()))
+    for section, values in _UNRECORDED.items():
+        defaults[section] = {**defaults[section], **values}
     want = {s: {**defaults[s], **manifest["params"].get(s, {})} for s in PARAM_SECTIONS}
     diffs = [
         f"{section}.{key}: index {want[section].get(key)!r}, now {have[section].get(key)!r}"

@@ -471,8 +471,7 @@ def _remove(spark, plan: Plan, idx: ix.Index, changed: DataFrame, run: Runner):
     edges = edges.where(F.col(C.DOC_A) != F.col(C.DOC_B)).unionByName(copies)
     if keeper:
         docs = rest.join(idx.docs(spark), C.DOC_ID)
-        sets = idx.sets_of(docs, [C.NID, *_fingerprint_columns(plan)])
-        decided = stars.restar(plan, stars.view(docs, plan, False), edges, sets, run).select(*stars.ROWS)
+        decided = stars.restar(plan, stars.view(docs, plan, False), edges, run).select(*stars.ROWS)
         changes = run.keep(stars.changed_rows(decided, rest.select(*stars.ROWS)), now=True)
     else:
         changes = run.keep(_recluster(spark, plan, idx, rest, edges), now=True)

@@ -10,7 +10,7 @@ component it touches, whole:
 * the touched components: those of the archived documents that a batch
   document has a verified pair or an exact copy with (the assign table stores
   each document's `component_id`);
-* their archived members (ids, keeper columns and shingle sets from the index)
+* their archived members (ids and keeper columns from the index)
   and the batch's new documents;
 * the edges: the stored pairs among those members and the batch's own pairs.
 
@@ -81,16 +81,15 @@ def view(frame: DataFrame, plan: Plan, from_batch: bool, id_type: str | None = N
     return frame.select(*own, F.lit(from_batch).alias(FROM_BATCH), *old)
 
 
-def restar(plan: Plan, documents: DataFrame, edges: DataFrame, sets: DataFrame, run: Runner) -> DataFrame:
+def restar(plan: Plan, documents: DataFrame, edges: DataFrame, run: Runner) -> DataFrame:
     """documents (`view` rows: every member of the touched components, and the batch's new
-    documents) + edges(doc_a, doc_b) among them + sets(_nid, shingles[, fingerprints]), all by
-    internal id -> (cluster columns, component_id, _from_batch) of every document."""
+    documents) + edges(doc_a, doc_b) among them, both by internal id -> (cluster columns, component_id, _from_batch) of every document."""
     cfg = plan.cfg
     first = sticky_keys(plan)
     comps = run.keep(connected_components(edges, cfg, run.work), now=True)
     ranking = documents.select(C.NID, C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(plan.keeper),
                                FROM_BATCH, _WAS_KEEPER)
-    stars = keeper_stars(edges, ranking, plan, sets, run, first=first, components=comps)
+    stars = keeper_stars(edges, ranking, plan, run, first=first, components=comps)
     grouped = (
         documents.join(comps.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(_COMP)), C.NID, "left")
         .join(stars.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(_STAR)), C.NID, "left")
@@ -145,11 +144,9 @@ def assign(spark: SparkSession, plan: Plan, idx: ix.Index, table: DataFrame, edg
         batch_edges = _renumbered(_renumbered(edges.select(C.DOC_A, C.DOC_B), renumber, C.DOC_A), renumber, C.DOC_B)
         among = _stored_edges(spark, idx, arch.select(C.NID, C.DOC_ID), n_members)
         graph = batch_edges.unionByName(among)
-        prints = [c for c in table.columns if c in (C.SIMHASH, C.SIMHASH_HI)]
-        sets = table.select(C.NID, C.SHINGLES, *prints).unionByName(idx.sets_of(arch, [C.NID, *prints]))
         id_type = dict(table.dtypes)[C.DOC_ID]
         documents = view(table, plan, True, id_type).unionByName(view(arch, plan, False))
-        decided = run.keep(restar(plan, documents, graph, sets, run), now=True)
+        decided = run.keep(restar(plan, documents, graph, run), now=True)
     with run.stage("keepers"):
         batch = decided.where(F.col(FROM_BATCH)).select(*ROWS, F.lit(False).alias("_archived"), F.lit(True).alias(MOVED))
         changed = changed_rows(decided.where(~F.col(FROM_BATCH)).select(*ROWS), members.select(*ROWS))

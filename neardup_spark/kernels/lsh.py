@@ -215,10 +215,29 @@ def perm_needed(
     return None
 
 
-def advice(params: LshParams, far_fraction: float, max_far_probability: float) -> list[str]:
-    """Human warnings about a parameter set: weak catch rate, bend above T."""
+@dataclass(frozen=True)
+class Caught:
+    """What a run's verified pairs say about its LSH: `verified` near pairs, `near` of them within
+    NEAR of the threshold, and `missed`, the pairs at or above the threshold that LSH did not
+    propose, estimated (each verified pair of Jaccard s stands for 1 / p(s) pairs of its kind)."""
+
+    verified: int
+    near: int
+    missed: float
+
+
+NEAR = 0.05  # "near the threshold": Jaccard in [T, T + NEAR)
+MISS_WORTH_ADVICE = 0.01  # an estimated miss below this share of the verified pairs needs no advice
+
+
+def advice(params: LshParams, far_fraction: float, max_far_probability: float,
+           caught: Caught | None = None) -> list[str]:
+    """Human warnings about a parameter set: weak catch rate, bend above T. With `caught` (a
+    run's measured figures) the catch rate is told as what it cost this run."""
     notes = []
-    if params.p_at_threshold < TARGET_CATCH:
+    if caught is not None and params.p_at_threshold < TARGET_CATCH:
+        notes.append(_measured(params, caught, far_fraction, max_far_probability))
+    elif params.p_at_threshold < TARGET_CATCH:
         need = perm_needed(params.threshold, TARGET_CATCH, far_fraction, max_far_probability)
         more = (
             f"num_perm={need} would reach {TARGET_CATCH:.0%} with the far-pair bound kept"
@@ -241,6 +260,26 @@ def advice(params: LshParams, far_fraction: float, max_far_probability: float) -
             "many true pairs just above the threshold will be missed"
         )
     return notes
+
+
+def _measured(params: LshParams, caught: Caught, far_fraction: float, max_far_probability: float) -> str:
+    """The catch rate at the threshold, as this run's figures: pairs near it and pairs missed."""
+    share = caught.missed / caught.verified if caught.verified else 0.0
+    p_near = candidate_probability(min(1.0, params.threshold + NEAR), params.bands, params.rows)
+    note = (f"{caught.near:,} of {caught.verified:,} verified pairs lie within {NEAR:g} of the threshold "
+            f"{params.threshold:g}, where a pair becomes a candidate with p = {params.p_at_threshold:.3f} to "
+            f"{p_near:.3f}; LSH missed an estimated {caught.missed:,.0f} pairs at or above the threshold "
+            f"({share:.1%} of those verified; each verified pair of Jaccard s counts for 1/p(s)).")
+    if share < MISS_WORTH_ADVICE:
+        return note + " Nothing to change."
+    if not params.chosen:
+        return note + (f" bands x rows are pinned ({params.bands} x {params.rows}): unset lsh.bands and "
+                       "lsh.rows to have them chosen for the threshold.")
+    need = perm_needed(params.threshold, TARGET_CATCH, far_fraction, max_far_probability)
+    if need:
+        return note + (f" num_perm={need} would catch {TARGET_CATCH:.0%} at the threshold, at about "
+                       f"{need / params.num_perm:.1f}x the signature cost.")
+    return note + " Raise num_perm to catch more (neardup params shows the S-curve)."
 
 
 def format_report(params: LshParams, far_fraction: float, max_far_probability: float, step: float = 0.05) -> str:

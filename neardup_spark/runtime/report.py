@@ -164,6 +164,7 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
             f"  verified pairs        {_n(counts.get('verified_pairs'))}",
             f"  clusters              {_n(kept)}, {_n(counts.get('clusters_with_duplicates'))} with duplicates",
         ]
+        lines += _keeper_checks(counts)
         bp = report.get("boilerplate") or {}
         if bp.get("enabled") and "lines" in bp:
             lines.append(f"  boilerplate           {_n(bp['lines'])} lines stripped from "
@@ -183,6 +184,18 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
         lines.append(f"output    {report['output']}  (report.json beside the tables)")
     elif (report.get("index") or {}).get("path"):
         lines.append(f"index     {report['index']['path']}")
+    return lines
+
+
+def _keeper_checks(counts: Mapping[str, Any]) -> list[str]:
+    """The largest cluster, and how many removed documents match their own keeper."""
+    if "largest_cluster" not in counts:
+        return []
+    lines = [f"  largest cluster       {_n(counts['largest_cluster'])} documents"]
+    removed, verified = counts.get("removed") or 0, counts.get("removed_verified_against_keeper")
+    if removed and verified is not None:
+        lines.append(f"  removed, verified     {_n(verified)} of {_n(removed)} ({100 * verified / removed:.1f}%) "
+                     "a verified pair or exact copy of their own keeper")
     return lines
 
 

@@ -83,21 +83,22 @@ def status_column(keeper_id: Column, keeper_hash: Column, size: Column) -> Colum
     )
 
 
-def choose_keepers(docs: DataFrame, keeper: KeeperConfig, components: DataFrame) -> DataFrame:
+def choose_keepers(docs: DataFrame, keeper: KeeperConfig, components: DataFrame,
+                   keep: Sequence[str] = (), size_as: str | None = None) -> DataFrame:
     """docs(_nid, doc_id, is_empty, exact_hash, text_len, keeper columns) + components(doc_id, cluster_id)
-    of internal ids -> clusters(doc_id, cluster_id, is_keeper, keeper_id, status).
+    of internal ids -> clusters(doc_id, cluster_id, is_keeper, keeper_id, status[, keep][, size_as]).
 
     cluster_id is the smallest doc_id of the component, so it does not depend
     on the internal ids; documents in no component are clusters of one.
     """
     comps = components.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(_COMP))
     grouped = docs.join(comps, C.NID, "left").withColumn(_COMP, F.coalesce(F.col(_COMP), F.col(C.NID)))
-    return ranked(grouped, keeper, _COMP)
+    return ranked(grouped, keeper, _COMP, keep=keep, size_as=size_as)
 
 
 def ranked(docs: DataFrame, keeper: KeeperConfig, component: str,
            cluster_id: Callable[[Window], Column] | None = None, first: Sequence[Column] = (),
-           keep: Sequence[str] = (), rank_as: str | None = None) -> DataFrame:
+           keep: Sequence[str] = (), rank_as: str | None = None, size_as: str | None = None) -> DataFrame:
     """docs(doc_id, is_empty, exact_hash, text_len, keeper columns, `component`[, keep])
     -> (doc_id, cluster_id, is_keeper, keeper_id, status[, keep][, rank_as]).
 
@@ -106,7 +107,8 @@ def ranked(docs: DataFrame, keeper: KeeperConfig, component: str,
     nightly index's sticky keepers), then the keeper rules, then the
     smallest id keeps it. cluster_id is `cluster_id(window)` (default: the
     smallest doc_id of the component). `rank_as` names a column of each document's
-    rank (a struct: a smaller one would keep before a larger one).
+    rank (a struct: a smaller one would keep before a larger one); `size_as` one of the
+    size of each document's cluster.
     """
     keys = [*first, *rule_keys(keeper)]
     rank = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h"))
@@ -125,5 +127,5 @@ def ranked(docs: DataFrame, keeper: KeeperConfig, component: str,
         (F.col(C.DOC_ID) == keeper_id).alias(C.IS_KEEPER),
         keeper_id.alias(C.KEEPER_ID),
         status_column(keeper_id, F.col("best.h"), F.col("size")).alias(C.STATUS),
-        *keep, *([rank_as] if rank_as else []),
+        *keep, *([rank_as] if rank_as else []), *([F.col("size").alias(size_as)] if size_as else []),
     )

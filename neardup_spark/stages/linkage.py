@@ -1,157 +1,121 @@
-"""Stage 7b, keeper linkage: clusters that do not chain (`[cluster] linkage = "keeper"`).
+"""Stage 7b, keeper linkage (the default, `[cluster] linkage = "keeper"`): clusters that do not chain.
 
 Connected components link A~B~C even when A and C are not duplicates: a story
 and its follow-ups, or licence texts that differ by a clause each, end in one
-cluster. With keeper linkage every duplicate must itself match its cluster's
-keeper (the same test as verification: Jaccard, containment or SimHash, at the
-configured threshold), and every two members must match each other: a star
-whose leaves were unrelated would still chain through its keeper. Round by
-round:
+cluster, and the keeper stands in for texts it does not resemble. With keeper
+linkage every removed document is a verified pair with its own keeper (the run's
+test: Jaccard, containment or SimHash, at the configured threshold) or an exact
+copy of one that is.
 
-1. connected components of the verified pairs among the documents still open;
-2. each component's keeper, by the keeper rules (`keepers.ranked`);
-3. each other member against its keeper (`verify.verify`; an exact copy of the
-   keeper passes);
-4. among the members that match, each text (a member and its exact copies)
-   stays only if it matches every other text of the star that ranks before it
-   (`unmatched_texts`), so any two texts that stay match;
-5. the members that stay are closed, a star around their keeper; the rest are
-   open for the next round, with the verified pairs among themselves only.
+Within each connected component of verified pairs, texts (a document and its
+exact copies) are taken in keeper order, the order the keeper rules rank them
+(`keepers.rule_keys`): a text that no earlier keeper took becomes a keeper, and
+takes every later text it has a verified pair with. That is a greedy star cover,
+exact in its acceptance: a text is left out of a star only when it has no
+verified pair with that star's keeper, and then it joins the first later star
+whose keeper it matches, or keeps its own. Two members of one star match the
+keeper, not necessarily each other.
 
-Step 4 checks pairs by the test itself, not by what LSH happened to propose, and
-skips the pairs the keeper test already vouches for: Jaccard distance is a
-metric, so two members with Jaccard a and c to their keeper have at least
-a + c - 1 with each other, and a + c >= 1 + threshold settles the pair. Light
-copies of one story (all close to its keeper) cost no check; members near the
-threshold are checked against each other, which is quadratic in their number.
-Containment and SimHash tests have no such bound here: every pair is checked.
-
-Every round closes at least each component's keeper, so it ends; the output is
-deterministic (components, ranking and verification are), and nothing is
-collected to the driver but one count a round. The keeper of a star is the keeper
-its round chose: the final ranking over the star picks the same document.
+One pass, no rounds of Spark jobs: each document's rank within its component
+(one window), then the greedy of `kernels.graph.greedy_stars` over whole
+components, on the driver when the components stage solved the graph there
+(`cluster.driver_max_edges`), else in an Arrow function over groups of whole
+components. The output is deterministic (components, ranks and the greedy are),
+and the keeper of a star is the keeper the final ranking over it picks: it ranks
+first among the star's members.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
+import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
 
 from neardup_spark import columns as C
-from neardup_spark.config import Config
-from neardup_spark.errors import ConvergenceError
+from neardup_spark.kernels.graph import greedy_stars
 from neardup_spark.plan import Plan
+from neardup_spark.runtime.routing import shuffle_partitions
 from neardup_spark.runtime.runner import Runner
 from neardup_spark.stages.components import connected_components
-from neardup_spark.stages.keepers import ranked
-from neardup_spark.stages.verify import verify
+from neardup_spark.stages.keepers import rule_keys
 
 _COMP = "_component"
-_KEEPER_NID = "_keeper_nid"
-_MEMBER = "_member"
-_RANK = "_rank"
+_POS = "_pos"
+_TEXT_POS = "_text_pos"
+_BUCKET = "_bucket"
+_SPLIT = "_split"
+_STARS = StructType([StructField(C.DOC_ID, LongType(), False), StructField(C.CLUSTER_ID, LongType(), False),
+                     StructField(_SPLIT, LongType(), False)])
 
 
-def metric_bound(cfg: Config) -> bool:
-    """Whether the test is Jaccard at verify.threshold alone, whose distance is a metric
-    (SimHash adds a Hamming test that the Jaccard bound does not settle)."""
-    return cfg.match.mode == "jaccard" and cfg.match.method == "minhash"
-
-
-def unmatched_texts(passing: DataFrame, cfg: Config, sets: DataFrame, run: Runner,
-                    set_bytes: float | None = None) -> DataFrame:
-    """passing(_nid, _keeper_nid, exact_hash, _rank, jaccard) of the members that matched
-    their keeper (the keeper and its copies included, jaccard 1) -> (_nid) of those whose text
-    does not match some other text of its star that ranks before it (the keeper's text aside)."""
-    first = F.min(F.struct(_RANK, C.NID, C.JACCARD))
-    texts = passing.groupBy(_KEEPER_NID, C.EXACT_HASH).agg(first.alias("_t")).select(
-        _KEEPER_NID, C.EXACT_HASH, F.col(f"_t.{_RANK}").alias(_RANK), F.col(f"_t.{C.NID}").alias(C.NID),
-        F.col(f"_t.{C.JACCARD}").alias(C.JACCARD))
-    star = Window.partitionBy(_KEEPER_NID).orderBy(_RANK)
-    texts = texts.withColumn("_pos", F.row_number().over(star)).where(F.col("_pos") > 1).drop("_pos")
-    bound = metric_bound(cfg)
-    edge = 1 + cfg.verify.threshold + 1e-9  # a hair above 1 + t: rounding never settles a pair the bound does not
-    # A pair is settled by the bound when a + c >= 1 + t; one of a text with a < (1 + t) / 2
-    # ("far") is not, so every pair to check has a far text: far x all, each pair once.
-    far = texts.where(F.col(C.JACCARD) < F.lit(edge / 2)) if bound else texts
-    f = far.select(_KEEPER_NID, *[F.col(c).alias(f"f{c}") for c in (C.EXACT_HASH, _RANK, C.NID, C.JACCARD)])
-    o = texts.select(_KEEPER_NID, *[F.col(c).alias(f"o{c}") for c in (C.EXACT_HASH, _RANK, C.NID, C.JACCARD)])
-    unsettled = F.col(f"f{C.JACCARD}") + F.col(f"o{C.JACCARD}") < F.lit(edge) if bound else F.lit(True)
-    o_far = F.col(f"o{C.JACCARD}") < F.lit(edge / 2) if bound else F.lit(True)
-    once = ~o_far | (F.col(f"f{_RANK}") < F.col(f"o{_RANK}"))
-    later = F.when(F.col(f"f{_RANK}") > F.col(f"o{_RANK}"), F.col(f"f{C.EXACT_HASH}")).otherwise(
-        F.col(f"o{C.EXACT_HASH}"))
-    pairs = f.join(o, _KEEPER_NID).where((F.col(f"f{C.EXACT_HASH}") != F.col(f"o{C.EXACT_HASH}")) & unsettled & once)
-    pairs = pairs.select(_KEEPER_NID, later.alias(C.EXACT_HASH),
-                         F.least(f"f{C.NID}", f"o{C.NID}").alias(C.DOC_A),
-                         F.greatest(f"f{C.NID}", f"o{C.NID}").alias(C.DOC_B))
-    pairs, n_pairs = run.counted(pairs, cut=True)
-    run.work["linkage_member_checks"] = run.work.get("linkage_member_checks", 0) + n_pairs
-    if n_pairs == 0:
-        return passing.select(C.NID).limit(0)
-    matched = verify(pairs.select(C.DOC_A, C.DOC_B), cfg, sets, n_pairs, set_bytes).select(C.DOC_A, C.DOC_B)
-    failed = pairs.join(matched, [C.DOC_A, C.DOC_B], "left_anti").select(_KEEPER_NID, C.EXACT_HASH).distinct()
-    return passing.join(failed, [_KEEPER_NID, C.EXACT_HASH]).select(C.NID)
-
-
-def keeper_stars(edges: DataFrame, index: DataFrame, plan: Plan, sets: DataFrame, run: Runner,
-                 set_bytes: float | None = None, first: Sequence[Column] = (),
+def keeper_stars(edges: DataFrame, index: DataFrame, plan: Plan, run: Runner, first: Sequence[Column] = (),
                  components: DataFrame | None = None) -> DataFrame:
-    """edges(doc_a, doc_b) of internal ids + index(_nid, doc_id, is_empty, exact_hash, text_len,
-    keeper columns) + sets(_nid, shingles[, simhash]) -> (doc_id, cluster_id): like
-    `connected_components` (internal ids, every document in an edge), but each cluster is a
-    star of documents that all match its keeper and each other. run.work gets
-    "linkage_rounds", "linkage_reclustered" (members moved out of their component's star:
-    round 1's failing members, since a later round's open members are exactly the last
-    round's failing ones) and "linkage_member_checks" (pairs of members verified).
+    """edges(doc_a, doc_b) of internal ids + index(_nid, doc_id, exact_hash, text_len, keeper
+    columns) -> (doc_id, cluster_id) of every document in an edge, like `connected_components`
+    (internal ids; cluster_id is the star's keeper), each cluster a star around its keeper.
 
     `first`: sort keys over index's columns ahead of the keeper rules (a nightly batch's
     sticky keepers; the final ranking over each star must use them too). `components`:
-    the connected components of edges (doc_id, cluster_id), when the caller has them."""
+    the connected components of edges (doc_id, cluster_id), when the caller has them.
+    run.work gets "linkage_on_driver" (1 or 0) and "linkage_reclustered" (documents not in
+    the star of their component's first keeper)."""
     cfg = plan.cfg
-    open_edges = edges.select(C.DOC_A, C.DOC_B)
-    stars: list[DataFrame] = []
-    moved = 0
-    run.work["linkage_member_checks"] = 0
-    for round_ in range(1, cfg.cluster.max_iterations + 1):
-        comps = components if round_ == 1 and components is not None else connected_components(open_edges, cfg)
-        members = index.join(comps.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(_COMP)), C.NID)
-        chosen = run.keep(ranked(members, plan.keeper, _COMP, first=first, keep=[C.NID, C.EXACT_HASH],
-                                 rank_as=_RANK), cut=True)
-        keepers = chosen.where(F.col(C.IS_KEEPER)).select(
-            F.col(C.DOC_ID).alias(C.KEEPER_ID), F.col(C.NID).alias(_KEEPER_NID))
-        placed = chosen.join(keepers, C.KEEPER_ID).select(C.NID, _KEEPER_NID, C.IS_KEEPER, C.STATUS,
-                                                          C.EXACT_HASH, _RANK)
-        to_test = placed.where(~F.col(C.IS_KEEPER) & (F.col(C.STATUS) != F.lit(C.EXACT_DUPLICATE))).select(
-            F.col(C.NID).alias(_MEMBER), F.least(C.NID, _KEEPER_NID).alias(C.DOC_A),
-            F.greatest(C.NID, _KEEPER_NID).alias(C.DOC_B))
-        to_test, n_tests = run.counted(to_test, cut=True)
-        matched = verify(to_test.select(C.DOC_A, C.DOC_B), cfg, sets, n_tests, set_bytes)
-        scored = run.keep(to_test.join(matched.select(C.DOC_A, C.DOC_B, C.JACCARD), [C.DOC_A, C.DOC_B], "left")
-                          .select(F.col(_MEMBER).alias(C.NID), C.JACCARD), cut=True)
-        failing = scored.where(F.col(C.JACCARD).isNull()).select(C.NID)
-        passing = placed.join(scored, C.NID, "left").where(
-            F.col(C.IS_KEEPER) | (F.col(C.STATUS) == F.lit(C.EXACT_DUPLICATE)) | F.col(C.JACCARD).isNotNull()
-        ).select(C.NID, _KEEPER_NID, C.EXACT_HASH, _RANK, F.coalesce(C.JACCARD, F.lit(1.0)).alias(C.JACCARD))
-        failing = failing.unionByName(unmatched_texts(passing, cfg, sets, run, set_bytes))
-        # Each round's frames are built from the last round's: a local checkpoint cuts the
-        # lineage, or the plans would nest every earlier round (several times over).
-        failing, n_failing = run.counted(failing, cut=True)
-        stars.append(run.keep(placed.join(failing, C.NID, "left_anti").select(
-            F.col(C.NID).alias(C.DOC_ID), F.col(_KEEPER_NID).alias(C.CLUSTER_ID)), cut=True))
-        if round_ == 1:
-            moved = n_failing
-        if n_failing == 0:
-            run.work["linkage_rounds"] = round_
-            run.work["linkage_reclustered"] = moved
-            out = stars[0]
-            for star in stars[1:]:
-                out = out.unionByName(star)
-            return out
-        ends = failing.select(F.col(C.NID).alias(C.DOC_A))
-        open_edges = run.keep(open_edges.join(ends, C.DOC_A).join(
-            failing.select(F.col(C.NID).alias(C.DOC_B)), C.DOC_B).select(C.DOC_A, C.DOC_B), cut=True)
-    raise ConvergenceError(f"keeper linkage did not settle in cluster.max_iterations={cfg.cluster.max_iterations} "
-                           "rounds: raise it (each round settles at least one star per chain)")
+    if components is None:
+        components = connected_components(edges, cfg, run.work)
+    limit = cfg.cluster.driver_max_edges
+    n_edges = run.work.get("components_edges")
+    on_driver = bool(limit) and n_edges is not None and n_edges <= limit
+    members = ranks(index, components, plan, first)
+    run.work["linkage_on_driver"] = int(on_driver)
+    pairs = edges.select(C.DOC_A, C.DOC_B)
+    if on_driver:  # the graph is small (the components stage collected it too)
+        out = _stars(members.toPandas(), pairs.toPandas())
+        run.work["linkage_reclustered"] = int(out[_SPLIT].sum())
+        return members.sparkSession.createDataFrame(out.drop(columns=[_SPLIT]), _STARS[:2])
+    stars = run.keep(_in_groups(members, pairs), cut=True)
+    row = stars.agg(F.sum(_SPLIT).alias("split")).first()
+    run.work["linkage_reclustered"] = int(row["split"] or 0)
+    return stars.select(C.DOC_ID, C.CLUSTER_ID)
+
+
+def ranks(index: DataFrame, components: DataFrame, plan: Plan, first: Sequence[Column] = ()) -> DataFrame:
+    """Each component member's (_nid, _component, _pos, _text_pos): its place in keeper order
+    within its component (1 keeps first; `keepers.ranked`'s order), and the best place of its
+    exact copies there."""
+    keys = [*first, *rule_keys(plan.keeper)]
+    rank = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h"))
+    comps = components.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(_COMP))
+    placed = index.join(comps, C.NID).select(C.NID, _COMP, C.EXACT_HASH,
+                                              F.row_number().over(Window.partitionBy(_COMP).orderBy(rank)).alias(_POS))
+    # Partitioned by the component already: this window needs no shuffle of its own.
+    text = Window.partitionBy(_COMP, C.EXACT_HASH)
+    return placed.select(C.NID, _COMP, F.col(_POS).cast("long").alias(_POS),
+                         F.min(_POS).over(text).cast("long").alias(_TEXT_POS))
+
+
+def _stars(members: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
+    """members (`ranks` rows of whole components) + their edges -> (doc_id, cluster_id, _split)."""
+    nid = members[C.NID].to_numpy("int64")
+    comp = members[_COMP].to_numpy("int64")
+    keeper = greedy_stars(comp, members[_POS].to_numpy("int64"), members[_TEXT_POS].to_numpy("int64"), nid,
+                          edges[C.DOC_A].to_numpy("int64"), edges[C.DOC_B].to_numpy("int64"))
+    heads = pd.Series(keeper[members[_POS].to_numpy() == 1], index=comp[members[_POS].to_numpy() == 1])
+    split = keeper != heads.reindex(comp).to_numpy()
+    return pd.DataFrame({C.DOC_ID: nid, C.CLUSTER_ID: keeper, _SPLIT: split.astype("int64")})
+
+
+def _in_groups(members: DataFrame, edges: DataFrame) -> DataFrame:
+    """The greedy in an Arrow function per group of whole components (a component's members
+    and edges meet in one group, hashed by the component)."""
+    spark = members.sparkSession
+    parts = shuffle_partitions(spark)
+    grouped = members.withColumn(_BUCKET, F.pmod(F.xxhash64(_COMP), F.lit(parts)))
+    # Each side's bucket its own expression: one derived from the other side trips Spark's
+    # ambiguous self-join check in the cogroup.
+    ends = members.select(F.col(C.NID).alias(C.DOC_A), _COMP)
+    placed = edges.join(ends, C.DOC_A).select(C.DOC_A, C.DOC_B, F.pmod(F.xxhash64(_COMP), F.lit(parts)).alias(_BUCKET))
+    return grouped.groupBy(_BUCKET).cogroup(placed.groupBy(_BUCKET)).applyInPandas(
+        lambda m, e: _stars(m, e), _STARS)

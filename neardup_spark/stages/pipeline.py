@@ -25,6 +25,7 @@ from pyspark.sql.functions import pandas_udf
 from neardup_spark import columns as C
 from neardup_spark.columns import TEXT_DIGEST
 from neardup_spark.config import Config, to_dict
+from neardup_spark.kernels import lsh as lsh_kernel
 from neardup_spark.plan import Plan
 from neardup_spark.runtime.parallel import in_background
 from neardup_spark.runtime.report import Report
@@ -45,6 +46,7 @@ from neardup_spark.stages.write import keeper_rows
 from neardup_spark.version import __version__
 
 CLUSTER_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
+_SIZE = "_size"
 _ADOC = C.ADOC
 
 
@@ -297,30 +299,39 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
         components = None
         if cfg.cluster.linkage == "keeper":
             components = run.keep(connected_components(edges, cfg, run.work), now=True)
-            comps = keeper_stars(edges, index, plan, table, run, v.prep.set_bytes, components=components)
+            comps = keeper_stars(edges, index, plan, run, components=components)
         else:
             comps = connected_components(edges, cfg, run.work)  # iterates with its own actions; read once below
 
     with run.stage("keepers"):
-        clusters = run.keep(choose_keepers(index, plan.keeper, comps).select(*CLUSTER_COLUMNS))
-        row = clusters.agg(
+        chosen = run.keep(choose_keepers(index, plan.keeper, comps, keep=[C.NID, C.EXACT_HASH], size_as=_SIZE))
+        clusters = chosen.select(*CLUSTER_COLUMNS)
+        row = chosen.agg(
             F.count(F.lit(1)).alias("n"),
             F.sum(F.col(C.IS_KEEPER).cast("long")).alias("keepers"),
             F.countDistinct(F.when(F.col(C.STATUS).isin(C.KEEPER), F.col(C.CLUSTER_ID))).alias("dup_clusters"),
+            F.max(_SIZE).alias("largest"),
+            F.sum((F.col(C.STATUS) == F.lit(C.EXACT_DUPLICATE)).cast("long")).alias("copies"),
         ).first()
         keepers = int(row["keepers"] or 0)  # a sum over no rows (an empty input) is null
         counts["clusters"] = keepers
         counts["clusters_with_duplicates"] = int(row["dup_clusters"])
         counts["removed"] = int(row["n"]) - keepers
+        counts["largest_cluster"] = int(row["largest"] or 0)
+        counts["removed_verified_against_keeper"] = int(row["copies"] or 0) + verified_with_keeper(chosen, edges)
         if int(row["n"]) != counts["documents"]:  # pragma: no cover - an invariant, not an input error
             raise AssertionError(f"{row['n']} cluster rows for {counts['documents']} documents")
 
+    advice = notes.result()
+    if plan.matcher.kind == "minhash" and plan.cfg.match.mode == "jaccard":
+        advice = lsh_kernel.advice(plan.matcher.lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability,
+                                   caught(v.found.near, plan.matcher.lsh))
     report = run.report(
         neardup_spark_version=__version__,
         spark_version=raw.sparkSession.version,
         sizing=sizing.describe(raw.sparkSession).as_dict(),
         lsh=lsh_report(plan),
-        advice=notes.result(),
+        advice=advice,
         boilerplate=v.prep.boilerplate,
         config=to_dict(cfg),
     )
@@ -331,6 +342,32 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     lines = boilerplate.lines_frame(raw.sparkSession, v.prep.lines) if v.prep.lines is not None else None
     return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, components, [df for df, _ in run.kept],
                        [df for df, how in run.kept if how == LOCAL])
+
+
+def caught(near: DataFrame, lsh) -> lsh_kernel.Caught:
+    """near(jaccard) verified pairs + the run's LSH -> what they say about the pairs it missed
+    (`kernels.lsh.Caught`), in one aggregation."""
+    s = F.col(C.JACCARD)
+    p = F.lit(1.0) - F.pow(F.lit(1.0) - F.pow(s, F.lit(float(lsh.rows))), F.lit(float(lsh.bands)))
+    row = near.agg(F.count(F.lit(1)).alias("n"),
+                   F.sum(F.when(s < F.lit(lsh.threshold + lsh_kernel.NEAR), 1).otherwise(0)).alias("near"),
+                   F.sum((F.lit(1.0) - p) / p).alias("missed")).first()
+    return lsh_kernel.Caught(int(row["n"]), int(row["near"] or 0), float(row["missed"] or 0.0))
+
+
+def verified_with_keeper(chosen: DataFrame, edges: DataFrame) -> int:
+    """chosen(_nid, doc_id, exact_hash, cluster_id, keeper_id, status) + edges(doc_a, doc_b) of
+    internal ids -> how many `duplicate` documents have a text that is a verified pair with
+    their own keeper: the document itself or an exact copy of it in its cluster (with keeper
+    linkage: all of them; with components, those a chain did not carry away from it)."""
+    keeper_nid = chosen.where(F.col(C.IS_KEEPER)).select(F.col(C.DOC_ID).alias(C.KEEPER_ID),
+                                                         F.col(C.NID).alias("_k"))
+    removed = chosen.where(F.col(C.STATUS) == F.lit(C.DUPLICATE)).join(keeper_nid, C.KEEPER_ID)
+    ends = [F.least(C.NID, "_k").alias(C.DOC_A), F.greatest(C.NID, "_k").alias(C.DOC_B)]
+    both = edges.select(F.least(C.DOC_A, C.DOC_B).alias(C.DOC_A), F.greatest(C.DOC_A, C.DOC_B).alias(C.DOC_B))
+    direct = removed.select(C.CLUSTER_ID, C.EXACT_HASH, *ends).join(both, [C.DOC_A, C.DOC_B], "left_semi")
+    texts = direct.select(C.CLUSTER_ID, C.EXACT_HASH).distinct()
+    return removed.join(texts, [C.CLUSTER_ID, C.EXACT_HASH], "left_semi").count()
 
 
 def component_ids(index: DataFrame, components: DataFrame) -> DataFrame:

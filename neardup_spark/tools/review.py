@@ -4,7 +4,8 @@
 report.json) and returns one HTML page with no network requests (inline CSS
 and SVG): the run's summary; the S-curve with the threshold marked; the
 Jaccard histogram of verified pairs beside that of random pairs; the
-cluster-size distribution; the largest clusters; and verified pairs sampled
+cluster-size distribution; the largest clusters, and the member of each that
+is farthest from its keeper; and verified pairs sampled
 across Jaccard strata, shown side by side with their differences marked.
 It collects only what it shows: binned counts, a few thousand sampled texts.
 """
@@ -41,11 +42,13 @@ class PageData:
     random_jaccards: list[float]  # sampled random pairs of documents
     size_counts: list[tuple[int, int]]  # (cluster size, clusters of that size)
     largest: list[dict] = field(default_factory=list)  # cluster_id, size, keeper_id, text
+    # of each of the largest clusters: its member farthest from the keeper among those checked
+    farthest: list[dict] = field(default_factory=list)  # cluster_id, doc_id, keeper_id, jaccard, texts, checked
     samples: list[dict] = field(default_factory=list)  # doc_a, doc_b, jaccard, containments, texts, stratum
 
 
 def collect(spark: SparkSession, out: RunOutput, report: dict, per_stratum: int = 3, strata: int = 5,
-            largest: int = 10, random_pairs: int = 500, seed: int = 1) -> PageData:
+            largest: int = 10, random_pairs: int = 500, seed: int = 1, members_checked: int = 200) -> PageData:
     """The page's data: binned counts in Spark, and only the sampled rows collected."""
     pairs = out.pairs(spark)
     near = pairs.where(F.col(C.MATCH) == C.MATCH_NEAR)
@@ -70,7 +73,9 @@ def collect(spark: SparkSession, out: RunOutput, report: dict, per_stratum: int 
 
     keeper_of = {r[C.CLUSTER_ID]: r for r in clusters.where(F.col(C.IS_KEEPER) & F.col(C.CLUSTER_ID).isin(
         [r[C.CLUSTER_ID] for r in top])).select(C.CLUSTER_ID, C.DOC_ID).collect()} if top else {}
-    ids = {r[C.DOC_A] for r in drawn} | {r[C.DOC_B] for r in drawn} | {r[C.DOC_ID] for r in keeper_of.values()}
+    members = _members_of(clusters, [r[C.CLUSTER_ID] for r in top], members_checked, seed)
+    ids = ({r[C.DOC_A] for r in drawn} | {r[C.DOC_B] for r in drawn} | {r[C.DOC_ID] for r in keeper_of.values()}
+           | {d for ds in members.values() for d in ds})
     docs = documents(read_input(spark, out.cfg), out.cfg).select(C.DOC_ID, C.TEXT)
     texts = {r[0]: r[1] for r in docs.where(F.col(C.DOC_ID).isin(list(ids))).collect()} if ids else {}
 
@@ -84,10 +89,46 @@ def collect(spark: SparkSession, out: RunOutput, report: dict, per_stratum: int 
                   "keeper_id": keeper_of[r[C.CLUSTER_ID]][C.DOC_ID] if r[C.CLUSTER_ID] in keeper_of else None,
                   "text": texts.get(keeper_of[r[C.CLUSTER_ID]][C.DOC_ID]) if r[C.CLUSTER_ID] in keeper_of else None}
                  for r in top],
+        farthest=_farthest(members, {c: r[C.DOC_ID] for c, r in keeper_of.items()}, texts, out.cfg),
         samples=[{"doc_a": r[C.DOC_A], "doc_b": r[C.DOC_B], "jaccard": r[C.JACCARD],
                   "containment_a": r[C.CONTAINMENT_A], "containment_b": r[C.CONTAINMENT_B],
                   "text_a": texts.get(r[C.DOC_A]), "text_b": texts.get(r[C.DOC_B])} for r in drawn],
     )
+
+
+def _members_of(clusters, cluster_ids: list, most: int, seed: int) -> dict:
+    """{cluster_id: up to `most` of its non-keeper members, drawn at random (seeded)}."""
+    if not cluster_ids:
+        return {}
+    order = Window.partitionBy(C.CLUSTER_ID).orderBy(F.rand(seed), C.DOC_ID)
+    drawn = (clusters.where(~F.col(C.IS_KEEPER) & F.col(C.CLUSTER_ID).isin(cluster_ids))
+             .withColumn("_r", F.row_number().over(order)).where(F.col("_r") <= most)
+             .select(C.CLUSTER_ID, C.DOC_ID).collect())
+    out: dict = {}
+    for r in drawn:
+        out.setdefault(r[C.CLUSTER_ID], []).append(r[C.DOC_ID])
+    return out
+
+
+def _farthest(members: dict, keepers: dict, texts: dict, cfg) -> list[dict]:
+    """Of each cluster's checked members, the one with the smallest exact Jaccard to its keeper,
+    shingled as the run did but on the texts as read (a run that stripped boilerplate compared
+    the stripped texts)."""
+    out = []
+    for cluster_id, docs in members.items():
+        keeper = keepers.get(cluster_id)
+        if keeper is None or texts.get(keeper) is None:
+            continue
+        docs = [d for d in docs if texts.get(d) is not None]
+        if not docs:
+            continue
+        sets = shingle_sets([texts[keeper], *(texts[d] for d in docs)], cfg.normalise, cfg.shingle.unit,
+                            cfg.shingle.k, cfg.minhash.seed)
+        scores = [set_figures(sets[i + 1], sets[0])[0] for i in range(len(docs))]
+        far = int(np.argmin(scores))
+        out.append({"cluster_id": cluster_id, "doc_id": docs[far], "keeper_id": keeper, "jaccard": scores[far],
+                    "text": texts[docs[far]], "keeper_text": texts[keeper], "checked": len(docs)})
+    return out
 
 
 def _threshold(report: dict) -> float | None:
@@ -166,6 +207,11 @@ def render(data: PageData) -> str:
         f"cluster); a few very large clusters often mean shared boilerplate.</div>{_sizes(data.size_counts)}</div>",
         f"<div class='card'><b>Largest clusters</b>{_largest(data.largest)}</div>",
         "</div>",
+        "<h2>Farthest members of the largest clusters</h2>",
+        "<div class='meta'>In each of the largest clusters, the member least like its keeper among those "
+        "checked (exact Jaccard of the run's shingling, without boilerplate stripping): a member far below "
+        "the threshold is a document removed for a keeper it does not resemble. The keeper is on the left.</div>",
+        _farthest_html(data.farthest, threshold),
         "<h2>Verified pairs across Jaccard strata</h2>",
         f"<div class='meta'>Sampled from each band of Jaccard {span}; words only in the "
         "left text are <del>struck</del>, words only in the right text are <ins>marked</ins>.</div>",
@@ -307,6 +353,20 @@ def side_by_side(a: str, b: str, context: int = CONTEXT_WORDS) -> tuple[str, str
         if j2 > j1:
             right.append(f"<ins>{_e(' '.join(wb[j1:j2]))}</ins>")
     return " ".join(left), " ".join(right)
+
+
+def _farthest_html(rows: list[dict], threshold: float | None) -> str:
+    if not rows:
+        return "<p class='meta'>No cluster has more than one document.</p>"
+    out = []
+    for r in sorted(rows, key=lambda r: r["jaccard"]):
+        below = threshold is not None and r["jaccard"] < threshold
+        flag = " · <b>below the threshold</b>" if below else ""
+        left, right = side_by_side(r["keeper_text"], r["text"])
+        out.append(f"<div class='meta'><b>Jaccard {r['jaccard']:.3f}</b>{flag} · cluster {_e(r['cluster_id'])}: "
+                   f"keeper {_e(r['keeper_id'])} and member {_e(r['doc_id'])} (farthest of {r['checked']:,} "
+                   f"checked)</div><div class='pair'><div>{left}</div><div>{right}</div></div>")
+    return "".join(out)
 
 
 def _samples(samples: list[dict]) -> str:
