@@ -33,6 +33,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 OUTPUT = ROOT / "BENCHMARKS.md"
 PYTHON = ".venv/bin/python"
 ORDER = ("scale", "peers", "signatures", "nightly", "skew", "boilerplate", "quality", "scripts", "realtext", "linkage",
+         "realdefaults",
          "simhash", "components", "review", "compare", "nights")
 PEERS = {"neardup": "neardup", "mllib": "MLlib", "text-dedup": "text-dedup"}
 
@@ -527,10 +528,43 @@ def _review(data: dict) -> tuple[str, str, str]:
                                     prefix="PYSPARK_PYTHON=$PWD/.venv/bin/python ")
 
 
+def _realdefaults(data: dict) -> tuple[str, str, str]:
+    judged, baseline = data["judged"], data["baseline"]
+    parts = []
+    for row in data["rows"]:
+        f, base = row["figures"][judged], row["figures"][baseline]
+        bits = [f"{row['time_ratio']:.2f}x the time"]
+        if row["kind"] == "real":
+            bits.append(f"J >= t-{data['margin']:g} {_f(f['share_at_least_t_minus_margin'], 4)} of {f['removed']:,} "
+                        f"removed ({baseline} {_f(base['share_at_least_t_minus_margin'], 3)}), "
+                        f"largest cluster {f['largest_cluster']:,} ({baseline} {base['largest_cluster']:,})")
+        elif f.get("pairs_vs_labels"):
+            p = f["pairs_vs_labels"]
+            bits.append(f"P/R {_f(p['precision'], 4)}/{_f(p['recall'], 4)}")
+        parts.append(f"{row['corpus']}: " + ", ".join(bits))
+    missed = [g for g in data.get("targets", []) if not g["met"]]
+    verdict = "all targets met" if not missed else "missed: " + "; ".join(
+        f"{g['corpus']} {g['what']} {g['value']} (target {g['target']})" for g in missed)
+    corpus = ", ".join(f"{r['corpus']} ({_docs(r['documents'])} docs)" for r in data["rows"]) + _where(data)
+    values = {"corpora": ",".join(data.get("corpora") or []), "seven_edit": data.get("seven_edit"),
+              "generated": data.get("generated"), "linkages": ",".join(data["linkages"]), "rounds": data.get("rounds"),
+              "limit": data.get("limit"), "debian_extra": data.get("debian_extra"),
+              "npm_versions": data.get("npm_versions"), "input_format": data.get("input_format"),
+              "seed": data.get("seed"), "margin": data.get("margin")}
+    if not values["seven_edit"]:
+        values["seven_edit"] = None  # the flag with no sizes: `--seven-edit` alone, added below
+    cmd = command("realdefaults", values, prefix="PYSPARK_PYTHON=$PWD/.venv/bin/python ")
+    cmd += "" if data.get("seven_edit") else " --seven-edit"
+    figures = (f"{judged} against {baseline}, median of {data.get('rounds')} whole processes each: "
+               + "; ".join(parts) + f"; {verdict}")
+    return corpus, figures, cmd
+
+
 SUMMARIES: dict[str, Callable[[dict], tuple[str, str, str]]] = {
     "scale": _scale, "peers": _peers, "signatures": _signatures, "nightly": _nightly, "skew": _skew,
     "boilerplate": _boilerplate, "quality": _quality, "simhash": _simhash, "components": _components,
     "review": _review, "scripts": _scripts, "linkage": _linkage, "realtext": _realtext, "nights": _nights,
+    "realdefaults": _realdefaults,
 }
 
 
@@ -569,6 +603,9 @@ def _group(path: Path, data: Any) -> tuple[str, str]:
         return bench, f"nightly ({_docs(data['batch'])} batch)"  # a row per batch size
     if bench == "linkage" and data.get("threshold") is not None:
         return bench, f"linkage ({data['threshold']})"  # a row per threshold
+    if bench == "realdefaults" and (data.get("limit") or data.get("linkages") != ["default", "components"]):
+        label = " against ".join(data.get("linkages") or [])
+        return bench, f"realdefaults ({label}{', limit ' + str(data['limit']) if data.get('limit') else ''})"
     if bench == "scale" and data.get("sized"):
         return bench, "scale (sized, no config)"
     if bench == "nights" and data.get("label"):
