@@ -125,7 +125,7 @@ def main(argv=None) -> dict:
             s = scores_against(clusters, truth)
             row = {"corpus": name, "documents": len(docs), "linkage": linkage, "seconds": seconds,
                    "truth_pairs": len(truth), **s.as_dict(),
-                   "clusters": int(clusters.nunique()), "rounds": work.get("linkage_rounds"),
+                   "clusters": int(clusters.nunique()), "on_driver": work.get("linkage_on_driver"),
                    "reclustered": work.get("linkage_reclustered")}
             if "group" in docs:
                 labels = docs.set_index("id")["group"]

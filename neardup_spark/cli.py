@@ -393,6 +393,7 @@ def loud_advice(report: dict) -> list[str]:
         pinned = bool(((report.get("config") or {}).get("lsh") or {}).get("bands"))
         return notes if weak or pinned else []
     weak = lsh.get("p_candidate_at_threshold", 1.0) < LOUD_CATCH
+    notes = [n for n in notes if not n.endswith("Nothing to change.")]  # a run's figures that need no action
     return notes if notes and (weak or not lsh.get("chosen_from_threshold", True)) else []
 
 

@@ -98,6 +98,22 @@ def test_exact_copies_share_their_texts_fate(spark):
         assert text[doc] == text[k] or _jaccard(text[doc], text[k]) >= THRESHOLD, doc
 
 
+def test_every_removed_document_counts_as_verified_when_copies_keep(spark):
+    # Earlier copies keep: the keeper is a copy, not its text's first id (which the pairs join),
+    # and the count still finds every removed document's pair with the keeper's text.
+    rows = [{"id": r["id"], "text": r["text"], "published_at": "2021-01-01T00:00:00Z"} for r in corpus.chains()]
+    top = max(r["id"] for r in rows)
+    rows += [{"id": top + 1 + i, "text": r["text"], "published_at": "2020-01-01T00:00:00Z"}
+             for i, r in enumerate(rows[::3])]
+    cfg = Config().with_overrides({"verify.threshold": THRESHOLD, "keeper.rules": ["earliest"]})
+    result = deduplicate(spark.createDataFrame(rows), cfg)
+    counts = dict(result.report["counts"])
+    keepers = {r[C.KEEPER_ID] for r in result.clusters.collect()}
+    result.unpersist()
+    assert keepers & {top + 1 + i for i in range(len(rows[::3]))}, "some copy should keep"
+    assert counts["removed_verified_against_keeper"] == counts["removed"] > 0
+
+
 def test_containment_stars_hold_only_members_that_pass_containment(spark):
     rows = [{"id": r["id"], "text": r["text"]} for r in corpus.chains(n_chains=6, shift=20, unrelated=3)]
     cfg = Config().with_overrides({"cluster.linkage": "keeper", "match.mode": "containment",

@@ -3,7 +3,7 @@
 With `cluster.linkage = "keeper"` a cluster is a star inside a connected
 component of verified pairs (`stages.linkage`), and which stars a component
 splits into depends on all of it: a newcomer that ranks first becomes a keeper
-that the component's other members are tested against again. So a nightly
+and takes the members it has a pair with. So a nightly
 batch, and the removal of replaced texts, re-runs `keeper_stars` over every
 component it touches, whole:
 

@@ -67,7 +67,10 @@ def greedy_stars(comp: np.ndarray, pos: np.ndarray, text_pos: np.ndarray, nid: n
     first[t_of[head]] = nid[head]
     # Edges between texts, each once, earlier text first (np.unique's order is the rank order).
     at = pd.Index(nid)
-    ta, tb = t_of[at.get_indexer(src)], t_of[at.get_indexer(dst)]
+    ia, ib = at.get_indexer(src), at.get_indexer(dst)
+    if (ia < 0).any() or (ib < 0).any():  # -1 would silently name the last member
+        raise ValueError("greedy_stars: an edge names a document that is not among the members")
+    ta, tb = t_of[ia], t_of[ib]
     apart = ta != tb
     lo, hi = np.minimum(ta[apart], tb[apart]), np.maximum(ta[apart], tb[apart])
     lo, hi = _distinct_pairs(lo, hi, n_texts)

@@ -323,7 +323,8 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
             raise AssertionError(f"{row['n']} cluster rows for {counts['documents']} documents")
 
     advice = notes.result()
-    if plan.matcher.kind == "minhash" and plan.cfg.match.mode == "jaccard":
+    lsh = plan.matcher.lsh
+    if plan.matcher.kind == "minhash" and cfg.match.mode == "jaccard" and lsh.p_at_threshold < lsh_kernel.TARGET_CATCH:
         advice = lsh_kernel.advice(plan.matcher.lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability,
                                    caught(v.found.near, plan.matcher.lsh))
     report = run.report(
@@ -349,24 +350,30 @@ def caught(near: DataFrame, lsh) -> lsh_kernel.Caught:
     (`kernels.lsh.Caught`), in one aggregation."""
     s = F.col(C.JACCARD)
     p = F.lit(1.0) - F.pow(F.lit(1.0) - F.pow(s, F.lit(float(lsh.rows))), F.lit(float(lsh.bands)))
+    # p rounds to 0 only far below any threshold a banding is chosen for: such a pair is left out.
     row = near.agg(F.count(F.lit(1)).alias("n"),
                    F.sum(F.when(s < F.lit(lsh.threshold + lsh_kernel.NEAR), 1).otherwise(0)).alias("near"),
-                   F.sum((F.lit(1.0) - p) / p).alias("missed")).first()
+                   F.sum(F.when(p > 0, (F.lit(1.0) - p) / p)).alias("missed")).first()
     return lsh_kernel.Caught(int(row["n"]), int(row["near"] or 0), float(row["missed"] or 0.0))
 
 
 def verified_with_keeper(chosen: DataFrame, edges: DataFrame) -> int:
     """chosen(_nid, doc_id, exact_hash, cluster_id, keeper_id, status) + edges(doc_a, doc_b) of
-    internal ids -> how many `duplicate` documents have a text that is a verified pair with
-    their own keeper: the document itself or an exact copy of it in its cluster (with keeper
-    linkage: all of them; with components, those a chain did not carry away from it)."""
-    keeper_nid = chosen.where(F.col(C.IS_KEEPER)).select(F.col(C.DOC_ID).alias(C.KEEPER_ID),
-                                                         F.col(C.NID).alias("_k"))
-    removed = chosen.where(F.col(C.STATUS) == F.lit(C.DUPLICATE)).join(keeper_nid, C.KEEPER_ID)
-    ends = [F.least(C.NID, "_k").alias(C.DOC_A), F.greatest(C.NID, "_k").alias(C.DOC_B)]
-    both = edges.select(F.least(C.DOC_A, C.DOC_B).alias(C.DOC_A), F.greatest(C.DOC_A, C.DOC_B).alias(C.DOC_B))
-    direct = removed.select(C.CLUSTER_ID, C.EXACT_HASH, *ends).join(both, [C.DOC_A, C.DOC_B], "left_semi")
-    texts = direct.select(C.CLUSTER_ID, C.EXACT_HASH).distinct()
+    internal ids -> how many `duplicate` documents have a text with a verified pair (or an exact
+    copy of one) to their keeper's text in their cluster: texts, not ids, since pairs join the
+    first copy of each text (with keeper linkage: all of them; with components, those a chain
+    did not carry away from their keeper)."""
+    text = chosen.select(C.NID, C.CLUSTER_ID, C.EXACT_HASH)
+    a = text.select(F.col(C.NID).alias(C.DOC_A), F.col(C.CLUSTER_ID).alias("_c"), F.col(C.EXACT_HASH).alias("_ha"))
+    b = text.select(F.col(C.NID).alias(C.DOC_B), F.col(C.CLUSTER_ID).alias("_cb"), F.col(C.EXACT_HASH).alias("_hb"))
+    linked = edges.select(C.DOC_A, C.DOC_B).join(a, C.DOC_A).join(b, C.DOC_B).where(F.col("_c") == F.col("_cb"))
+    kept = chosen.where(F.col(C.IS_KEEPER)).select(F.col(C.CLUSTER_ID).alias("_c"), F.col(C.EXACT_HASH).alias("_k"))
+    linked = linked.join(kept, "_c")
+    # The text at the other end of each pair that touches the keeper's text.
+    other = F.when(F.col("_ha") == F.col("_k"), F.col("_hb")).otherwise(F.col("_ha"))
+    texts = linked.where((F.col("_ha") == F.col("_k")) | (F.col("_hb") == F.col("_k"))).select(
+        F.col("_c").alias(C.CLUSTER_ID), other.alias(C.EXACT_HASH)).distinct()
+    removed = chosen.where(F.col(C.STATUS) == F.lit(C.DUPLICATE))
     return removed.join(texts, [C.CLUSTER_ID, C.EXACT_HASH], "left_semi").count()
 
 
