@@ -160,7 +160,8 @@ def test_pipeline_clusters_are_the_components_of_all_pairs_within_k(spark, bits,
 
     rows = pd.read_json(cli.SAMPLE, lines=True)
     cfg = Config().with_overrides({"match.method": "simhash", "simhash.hamming_distance": k,
-                                   "simhash.bits": bits, "simhash.weighting": weighting})
+                                   "simhash.bits": bits, "simhash.weighting": weighting,
+                                   "cluster.linkage": "components"})  # components: the union-find oracle
     result = deduplicate(spark.createDataFrame(rows[["id", "text"]]), cfg)
     got = result.clusters.toPandas()
     assert result.report["lsh"]["tables"] == k + 1
