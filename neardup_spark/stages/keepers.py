@@ -96,6 +96,18 @@ def choose_keepers(docs: DataFrame, keeper: KeeperConfig, components: DataFrame,
     return ranked(grouped, keeper, _COMP, keep=keep, size_as=size_as)
 
 
+_ID_FIELD = "id"
+
+
+def rank_key(keeper: KeeperConfig, first: Sequence[Column] = ()) -> Column:
+    """A document's rank as one struct (smaller keeps first): the `first` keys, the keeper rules,
+    doc_id, exact_hash. Its ordering is Spark's, so a window sorted by it and a minimum over it
+    (`ranked`) agree: the star pass (`stages.linkage`) depends on that."""
+    keys = [*first, *rule_keys(keeper)]
+    fields = [k.alias(f"k{i}") for i, k in enumerate(keys[:-1])]
+    return F.struct(*fields, keys[-1].alias(_ID_FIELD), F.col(C.EXACT_HASH).alias("h"))
+
+
 def ranked(docs: DataFrame, keeper: KeeperConfig, component: str,
            cluster_id: Callable[[Window], Column] | None = None, first: Sequence[Column] = (),
            keep: Sequence[str] = (), rank_as: str | None = None, size_as: str | None = None) -> DataFrame:
@@ -110,8 +122,7 @@ def ranked(docs: DataFrame, keeper: KeeperConfig, component: str,
     rank (a struct: a smaller one would keep before a larger one); `size_as` one of the
     size of each document's cluster.
     """
-    keys = [*first, *rule_keys(keeper)]
-    rank = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h"))
+    rank = rank_key(keeper, first)
     # One shuffle: window aggregates over the component instead of a groupBy and a join back.
     comp = Window.partitionBy(component)
     cluster = cluster_id(comp) if cluster_id is not None else F.min(C.DOC_ID).over(comp)
@@ -120,7 +131,7 @@ def ranked(docs: DataFrame, keeper: KeeperConfig, component: str,
         *own, *[c for c in keep if c not in own], *([rank.alias(rank_as)] if rank_as else []),
         cluster.alias(C.CLUSTER_ID), F.min(rank).over(comp).alias("best"), F.count(F.lit(1)).over(comp).alias("size"),
     )
-    keeper_id = F.col(f"best.k{len(keys) - 1}")
+    keeper_id = F.col(f"best.{_ID_FIELD}")
     return scored.select(
         C.DOC_ID,
         C.CLUSTER_ID,

@@ -9,7 +9,7 @@ copy of one that is.
 
 Within each connected component of verified pairs, texts (a document and its
 exact copies) are taken in keeper order, the order the keeper rules rank them
-(`keepers.rule_keys`): a text that no earlier keeper took becomes a keeper, and
+(`keepers.rank_key`): a text that no earlier keeper took becomes a keeper, and
 takes every later text it has a verified pair with. That is a greedy star cover,
 exact in its acceptance: a text is left out of a star only when it has no
 verified pair with that star's keeper, and then it joins the first later star
@@ -40,7 +40,7 @@ from neardup_spark.plan import Plan
 from neardup_spark.runtime.routing import shuffle_partitions
 from neardup_spark.runtime.runner import Runner
 from neardup_spark.stages.components import connected_components
-from neardup_spark.stages.keepers import rule_keys
+from neardup_spark.stages.keepers import rank_key
 
 _COMP = "_component"
 _POS = "_pos"
@@ -85,8 +85,7 @@ def ranks(index: DataFrame, components: DataFrame, plan: Plan, first: Sequence[C
     """Each component member's (_nid, _component, _pos, _text_pos): its place in keeper order
     within its component (1 keeps first; `keepers.ranked`'s order), and the best place of its
     exact copies there."""
-    keys = [*first, *rule_keys(plan.keeper)]
-    rank = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col(C.EXACT_HASH).alias("h"))
+    rank = rank_key(plan.keeper, first)
     comps = components.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(_COMP))
     placed = index.join(comps, C.NID).select(C.NID, _COMP, C.EXACT_HASH,
                                               F.row_number().over(Window.partitionBy(_COMP).orderBy(rank)).alias(_POS))
