@@ -113,7 +113,7 @@ def ensure_class_archive(master: str, work: Path) -> dict:
     """Make the driver JVM's class-data archive with an untimed run on the
     bundled sample, if it is missing, so no timed run pays for making it
     (a user's first run does, once). Returns what was done, for the record."""
-    from neardup_spark.cli import SAMPLE
+    from neardup_spark.api import SAMPLE
     from neardup_spark.config import SparkConfig
     from neardup_spark.runtime.session import class_archive
 

@@ -15,10 +15,15 @@ cfg.output, cfg.index) in the SparkSession they are given; `deduplicate`,
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import tempfile
 import time
-from pathlib import Path
+import traceback
 from contextlib import contextmanager
-from typing import Any, ContextManager, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Callable, ContextManager, Iterator, Sequence
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -28,27 +33,31 @@ from neardup_spark.archive.housekeeping import Compaction, Vacuum
 from neardup_spark.config import SET_LAYOUTS, Config, ConfigError, require_io_paths
 from neardup_spark.errors import NeardupError, unshipped
 from neardup_spark.plan import resolve
-from neardup_spark.runtime.paths import local_path
-from neardup_spark.runtime.progress import Progress, progress_to
+from neardup_spark.runtime.paths import local_file, local_path, require_matches
+from neardup_spark.runtime.progress import Progress, current_progress, progress_to
+from neardup_spark.runtime.publish import MARKER, pending, publishing
 from neardup_spark.runtime.report import Report
 from neardup_spark.runtime.runner import Runner
-from neardup_spark.runtime.session import input_bytes_of, is_local_master, master_of
+from neardup_spark.runtime.session import (build_session, input_bytes_of, is_local_master, log_dir, master_of,
+                                           owned_session, planned_master, remote_of)
 from neardup_spark.runtime.sizing import sized
-from neardup_spark.runtime.publish import publishing
 from neardup_spark.runtime.storage import PROBE_PREFIX, checkpoint_dir, probe_executor_writes
+from neardup_spark.runtime.tables import require_kept, table_name
 from neardup_spark.stages import pipeline
 from neardup_spark.stages.components import check_backend
 from neardup_spark.stages.pipeline import DedupResult
 from neardup_spark.stages.read import read_input
-from neardup_spark.stages.write import check_paths, check_table_output, result_tables, write_outputs
+from neardup_spark.stages.write import (check_output_free, check_table_output, input_matches,
+                                        result_tables, write_outputs)
 from neardup_spark.tools import calibrate as _calibrate
+from neardup_spark.tools import corpus as _corpus
 from neardup_spark.tools import evaluate as _evaluate
 from neardup_spark.tools import figures
 from neardup_spark.tools import inspect as _inspect
 from neardup_spark.tools import review as _review
+from neardup_spark.tools.plots import require_matplotlib
 
-__all__ = ["DedupResult", "Report", "append", "build_index", "calibrate", "deduplicate", "evaluate", "export",
-           "inspect", "options", "progress", "read", "review_page", "run"]
+SAMPLE = Path(__file__).parent / "data" / "sample.jsonl.gz"  # 1,000 labelled news stories (JSON Lines)
 
 
 def options(
@@ -129,16 +138,45 @@ def run(spark: SparkSession, cfg: Config) -> Report:
     if cfg.index.append:
         return append(spark, cfg)
     plan = resolve(cfg)
-    require_io_paths(cfg)
-    check_paths(cfg, master_of(spark), spark)
-    check_table_output(spark, cfg)
-    check_backend(spark, cfg)
-    if not is_local_master(master_of(spark)):
-        probe_executor_writes(spark, cfg.output.path)
-    if cfg.output.plots:
-        figures.check_can_plot(cfg.output.path)
+    preflight(cfg, spark)
     with _package_on_workers():
         return _run(spark, cfg, plan)
+
+
+JOBS = ("run", "build", "export", "read")
+
+
+def preflight(cfg: Config, spark: SparkSession | None = None, *, job: str = "run") -> None:
+    """Refuse now what would fail after the work: the one set of checks before a job.
+
+    job: "run" (input to output), "build" (an index from cfg.input, and cfg.output.path when
+    given), "export" (to cfg.output.path or cfg.output.table) or "read" (cfg.input only).
+    Without a session (the CLI calls it before the JVM starts) the paths are checked where
+    they are local; with one (`run` calls it) every path is, through the session's
+    filesystem, and so are the table output, the backend and the executors' writes."""
+    if job not in JOBS:
+        raise ConfigError(f"job must be one of {', '.join(JOBS)}; got {job!r}")
+    if job == "run":
+        require_io_paths(cfg)
+    elif job == "export":
+        if bool(cfg.output.path) == bool(cfg.output.table):
+            raise NeardupError("index export needs --output DIR or --output-table PREFIX (one of them)")
+    elif not cfg.input.path:
+        raise NeardupError("input.path is required (--input)")
+    master = master_of(spark) if spark is not None else planned_master(cfg.spark)
+    if job != "export" and cfg.input.format != "table":
+        require_matches(input_matches(cfg, master, spark), cfg.input.path, cfg.input.format)
+    if cfg.output.path and job != "read":
+        # A nightly batch may repair the output a killed run of it left (see archive.nightly._output_free).
+        check_output_free(cfg, master, spark, may_exist=bool(cfg.index.append))
+    if cfg.output.plots and job == "run":
+        figures.check_can_plot(cfg.output.path)
+    if spark is None or job != "run":
+        return
+    check_table_output(spark, cfg)
+    check_backend(spark, cfg)
+    if not is_local_master(master):
+        probe_executor_writes(spark, cfg.output.path)
 
 
 def _run(spark: SparkSession, cfg: Config, plan) -> Report:
@@ -244,3 +282,222 @@ def evaluate(clusters: DataFrame, labels: DataFrame, **kwargs: Any) -> dict:
     """A run's clusters scored against labelled groups: pair precision, recall, F1, adjusted Rand
     (see `tools.evaluate.score` for the keywords)."""
     return _evaluate.score(clusters, labels, **kwargs)
+
+
+# -- sessions ---------------------------------------------------------------------------------------------------
+
+
+def session(config: Config | None = None, **spark_settings: Any) -> SparkSession:
+    """The active SparkSession (a notebook's, Databricks', spark-submit's), or one built from
+    config.spark with `spark_settings` applied (master="local[2]", shuffle_partitions=4,
+    remote="sc://host:15002", conf={...}). A session built here stays up: `spark.stop()` ends it."""
+    cfg = (config or Config()).with_overrides({f"spark.{k}": v for k, v in spark_settings.items()})
+    return SparkSession.getActiveSession() or build_session(cfg.spark)
+
+
+@contextmanager
+def command_session(cfg: Config) -> Iterator[SparkSession]:
+    """The session one command runs in: the active one, or one built from cfg.spark (its JVM
+    sized for cfg.input) and stopped when the command ends. The progress stream, if any,
+    says when Spark is ready."""
+    shown = current_progress()
+    start = time.perf_counter()
+    if shown is not None:
+        shown.line("neardup: starting Spark ...")
+    with owned_session(cfg.spark, input_bytes_of(cfg.input)) as spark:
+        if shown is not None:
+            shown.line(f"neardup: Spark {spark.version} ready in {time.perf_counter() - start:.1f} s")
+        if cfg.output.table and not remote_of(cfg.spark):  # the session ends with this command
+            require_kept(spark, cfg.output.table)
+        yield spark
+
+
+def save_trace(exc: BaseException) -> str:
+    """Write exc's full trace to a log file (Spark's log folder, else the temp folder); says where, or why not."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    for folder in (log_dir(), Path(tempfile.gettempdir())):
+        if folder is None:
+            continue
+        target = folder / f"neardup-error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        try:
+            target.write_text(text, encoding="utf-8")
+            return f"the full trace is in {target}"
+        except OSError:
+            continue
+    return "the trace could not be saved: the disk is full or not writable"
+
+
+# -- parameters, calibration, evaluation ------------------------------------------------------------------------
+
+
+def params(cfg: Config, step: float = 0.05) -> dict:
+    """The LSH choice for cfg (what `neardup params --json` prints): bands x rows, its S-curve
+    in `step`s and its advice; in containment mode the size classes instead."""
+    from neardup_spark.kernels.lsh import advice, s_curve
+
+    plan = resolve(cfg)
+    if plan.matcher.kind == "containment":  # size classes of their own; the Jaccard bands are not used
+        return {"mode": "containment", "containment_threshold": cfg.match.containment_threshold,
+                "num_perm": cfg.minhash.num_perm, "size_classes": [c.as_dict() for c in plan.matcher.classes],
+                "advice": plan.advice}
+    lsh = plan.lsh
+    out = lsh.as_dict()
+    out["advice"] = advice(lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability)
+    out["s_curve"] = [[s, round(p, 6)] for s, p in s_curve(lsh.bands, lsh.rows, step)]
+    return out
+
+
+def params_text(cfg: Config, step: float = 0.05) -> str:
+    """What `neardup params` prints: the LSH choice and its S-curve as a table."""
+    from neardup_spark.kernels import containment
+    from neardup_spark.kernels.lsh import format_report
+
+    plan = resolve(cfg)
+    if plan.matcher.kind == "containment":
+        return containment.format_report(list(plan.matcher.classes), cfg.match.containment_threshold,
+                                         cfg.minhash.num_perm, plan.advice)
+    return format_report(plan.lsh, cfg.lsh.far_fraction, cfg.lsh.max_far_probability, step)
+
+
+def calibration_text(report: dict) -> str:
+    """What `neardup calibrate` prints for a `calibrate(...).report`."""
+    return _calibrate.format_report(report)
+
+
+def calibration_plots(result: _calibrate.Calibration, directory: str) -> list[str]:
+    """The S-curve and random-pair Jaccard histogram of a calibration, written as PNGs into `directory`."""
+    require_matplotlib()
+    return [str(p) for p in _calibrate.write_plots(result, directory)]
+
+
+def labelling_sample(df: DataFrame, config: Config | None = None, *, n: int, jaccard_range=(0.3, 1.0), seed: int = 1,
+                     text_chars: int = 600, **settings: Any) -> pd.DataFrame:
+    """n candidate pairs of `df` drawn across Jaccard strata, with their texts, for a person to label."""
+    lo, hi = jaccard_range
+    with sized(df.sparkSession):
+        return _calibrate.labelling_sample(df, options(config, **settings), n, lo, hi, seed=seed,
+                                           text_chars=text_chars)
+
+
+def write_labelling_sample(frame: pd.DataFrame, csv_path: str) -> dict:
+    """The labelling sample written as CSV; returns what `neardup calibrate --sample-for-labelling` reports."""
+    Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(csv_path, index=False)
+    return {"output": csv_path, "pairs": len(frame), "per_stratum": _calibrate.strata_summary(frame)}
+
+
+def labelling_text(summary: dict) -> str:
+    return _calibrate.format_strata(summary)
+
+
+def score_labels(csv_path: str) -> dict:
+    """A labelled sample (the CSV `labelling_sample` wrote, its label column filled) scored:
+    precision, recall and F1 per threshold, and the threshold it recommends. Needs no Spark."""
+    try:
+        labelled = pd.read_csv(csv_path, dtype={_calibrate.LABEL: str}, keep_default_na=False)
+    except (OSError, ValueError) as exc:
+        raise NeardupError(f"cannot read labels file {csv_path!r}: {exc}") from None
+    return _calibrate.score_labels(labelled)
+
+
+def labels_text(scores: dict) -> str:
+    return _calibrate.format_labels(scores)
+
+
+def clusters_of_run(run_output: str) -> str:
+    """The clusters table of a run: `run_output`/clusters for a run's output directory, else
+    `run_output` itself (a clusters/ folder or table). A local path that holds neither is refused."""
+    run_output = run_output.rstrip("/")
+    if Path(run_output, "clusters").is_dir() or Path(run_output, MARKER).is_file():
+        return f"{run_output}/clusters"
+    if not Path(run_output).exists() and ":" not in run_output.split("/")[0]:
+        raise NeardupError(f"no clusters at {run_output!r}: give a run's output directory or its clusters/ table")
+    return run_output
+
+
+def evaluate_run(spark: SparkSession, cfg: Config, run_output: str, labels_col: str,
+                 edit_col: str | None = None) -> dict:
+    """The clusters of the run at `run_output` scored against the labelled documents of cfg.input
+    (what `neardup evaluate` prints): documents sharing a `labels_col` value are duplicates."""
+    clusters_path = clusters_of_run(run_output)
+    raw = read_input(spark, cfg)
+    wanted = [cfg.input.id_col, labels_col, *([edit_col] if edit_col else [])]
+    missing = [c for c in wanted if c not in raw.columns]
+    if missing:
+        raise NeardupError(f"the labelled input has no column(s) {', '.join(missing)}; it has {', '.join(raw.columns)}")
+    labels = raw.select(raw[cfg.input.id_col].alias("doc_id"), *wanted[1:])
+    if clusters_path != run_output.rstrip("/"):
+        interrupted = pending(spark, run_output.rstrip("/"))  # a stopped run's publication: not whole yet
+        if interrupted:
+            raise NeardupError(f"{run_output.rstrip('/')}: {interrupted}")
+    return _evaluate.score(spark.read.parquet(clusters_path), labels, label_col=labels_col, edit_col=edit_col)
+
+
+def evaluation_text(result: dict) -> str:
+    return _evaluate.format_scores(result)
+
+
+# -- a finished run: inspect, review ----------------------------------------------------------------------------
+
+
+def require_finished(output: str) -> None:
+    """A local run output holds report.json (a stopped run's publication is said as such).
+    Remote outputs are checked when they are opened."""
+    here = local_file(output)
+    if here is not None and not (here / "report.json").is_file():
+        note = pending(None, str(here))
+        raise NeardupError(f"{output}: {note}" if note else f"{output} holds no finished run (no report.json)")
+
+
+def inspect_clusters(spark: SparkSession, output: str, *, doc: Any = None, cluster: Any = None,
+                     sample: int | None = None, jaccard_range=(0.0, 1.0), seed: int = 1,
+                     max_members: int = _inspect.MAX_MEMBERS) -> list[pd.DataFrame]:
+    """Clusters of a finished run, each as `inspect` shows one: that of `doc`, `cluster`, or
+    `sample` clusters drawn across the Jaccard strata of their pairs within `jaccard_range`."""
+    if sum(x is not None for x in (doc, cluster, sample)) != 1:
+        raise ConfigError("inspect_clusters takes one of doc=, cluster= or sample=")
+    if sample is not None and sample < 1:
+        raise NeardupError(f"--sample takes a positive number; got {sample}")
+    if max_members < 0:
+        raise NeardupError(f"--max-members takes a number >= 0; got {max_members}")
+    out = _inspect.open_output(spark, output)
+    if doc is not None:
+        wanted = [_inspect.cluster_of(spark, out, doc)]
+    elif cluster is not None:
+        wanted = [cluster]
+    else:
+        wanted = _inspect.sample_clusters(spark, out, sample, *jaccard_range, seed=seed)
+    return [_inspect.members(spark, out, c, max_members) for c in wanted]
+
+
+def cluster_text(frame: pd.DataFrame) -> str:
+    """An inspected cluster as `neardup inspect` prints it."""
+    return _inspect.format_cluster(frame)
+
+
+def cluster_json(frame: pd.DataFrame) -> dict:
+    """An inspected cluster as `neardup inspect --json` prints it."""
+    return {**{k: (v.item() if hasattr(v, "item") else v) for k, v in frame.attrs.items()},
+            "members": json.loads(frame.to_json(orient="records"))}
+
+
+# -- the index's housekeeping and the generator -----------------------------------------------------------------
+
+
+def clusters_written_to(output: str, table: str = "") -> str:
+    """Where `export` writes: the table `<table>_clusters`, else `output`/clusters."""
+    return table_name(table, "clusters") if table else f"{output.rstrip('/')}/clusters"
+
+
+def generate(output: str, docs: int = 10_000, *, fmt: str = "parquet", seed: int = 7, dup_share: float = 0.5,
+             shards: int = 1, workers: int = 1, log: Callable[[str], None] | None = None) -> str:
+    """A labelled corpus of `docs` stories with the seven controlled edits, written to `output`
+    (one file, or `shards` pieces written by `workers` processes); returns where."""
+    spec = _corpus.CorpusSpec(n_docs=docs, seed=seed, dup_share=dup_share)
+    try:
+        if shards == 1 and workers == 1:
+            return str(_corpus.write(spec, output, fmt))
+        return str(_corpus.write_sharded(spec, output, shards, fmt, workers,
+                                         log=log or (lambda line: print(line, file=sys.stderr, flush=True))))
+    except ValueError as e:
+        raise NeardupError(str(e)) from None

@@ -14,9 +14,7 @@
 import tempfile
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
-from neardup_spark import Config, deduplicate
+from neardup_spark import Config, deduplicate, session
 from neardup_spark.tools import corpus
 from neardup_spark.tools import plots
 from neardup_spark.tools.calibrate import (
@@ -29,13 +27,7 @@ from neardup_spark.tools.calibrate import (
 from neardup_spark.errors import NeardupError
 from neardup_spark.tools.evaluate import score
 
-try:
-    spark  # noqa: B018 - provided by Databricks and by the test harness
-except NameError:
-    from neardup_spark.config import SparkConfig
-    from neardup_spark.runtime.session import build_session
-
-    spark = SparkSession.getActiveSession() or build_session(SparkConfig(master="local[2]", shuffle_partitions=4))
+spark = session(master="local[2]", shuffle_partitions=4)  # Databricks' own session where there is one
 
 # COMMAND ----------
 # %% [markdown]

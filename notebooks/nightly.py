@@ -15,20 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import SparkSession
-
-from neardup_spark import Config, run
+from neardup_spark import Config, run, session
 from neardup_spark import api
 from neardup_spark.tools import corpus
 from neardup_spark.archive.index import open_index
 
-try:
-    spark  # noqa: B018 - provided by Databricks and by the test harness
-except NameError:
-    from neardup_spark.config import SparkConfig
-    from neardup_spark.runtime.session import build_session
-
-    spark = SparkSession.getActiveSession() or build_session(SparkConfig(master="local[2]", shuffle_partitions=4))
+spark = session(master="local[2]", shuffle_partitions=4)  # Databricks' own session where there is one
 
 work = Path(tempfile.mkdtemp(prefix="neardup-nightly-"))
 rows = pd.DataFrame(corpus.generate(corpus.CorpusSpec(n_docs=800, seed=5, words=200)))

@@ -8,19 +8,9 @@
 
 # COMMAND ----------
 # %%
-from pyspark.sql import SparkSession
+from neardup_spark import SAMPLE, Config, deduplicate, params_text, progress, session
 
-from neardup_spark import Config, deduplicate, progress
-from neardup_spark.cli import SAMPLE
-from neardup_spark.kernels.lsh import format_report, lsh_params
-
-try:
-    spark  # noqa: B018 - provided by Databricks and by the test harness
-except NameError:
-    from neardup_spark.config import SparkConfig
-    from neardup_spark.runtime.session import build_session
-
-    spark = SparkSession.getActiveSession() or build_session(SparkConfig(master="local[2]", shuffle_partitions=4))
+spark = session(master="local[2]", shuffle_partitions=4)  # Databricks' own session where there is one
 
 # COMMAND ----------
 # %% [markdown]
@@ -36,7 +26,7 @@ cfg = Config().with_overrides(
         "keeper.rules": ["earliest"],
     }
 )
-print(format_report(lsh_params(cfg), cfg.lsh.far_fraction, cfg.lsh.max_far_probability, step=0.1))
+print(params_text(cfg, step=0.1))
 
 # COMMAND ----------
 # %% [markdown]
@@ -86,13 +76,12 @@ result.unpersist()
 # %%
 import tempfile  # noqa: E402
 
-from neardup_spark import inspect, review_page, run  # noqa: E402
-from neardup_spark.tools.inspect import format_cluster  # noqa: E402
+from neardup_spark import cluster_text, inspect, review_page, run  # noqa: E402
 
 out = tempfile.mkdtemp(prefix="neardup-quickstart-")
 run(spark, cfg.with_overrides({"input.path": str(SAMPLE), "input.format": "jsonl", "output.path": out,
                                "output.mode": "overwrite"}))
-print(format_cluster(inspect(spark, out, cluster=biggest, max_members=3)))
+print(cluster_text(inspect(spark, out, cluster=biggest, max_members=3)))
 page = review_page(spark, out)
 if "displayHTML" in globals():  # Databricks
     displayHTML(page)  # noqa: F821

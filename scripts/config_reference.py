@@ -7,10 +7,9 @@ Read from the code, never typed by hand: the sections and keys of `Config`, each
 key's type and default (the dataclasses' own), the comment on it (the comment
 lines right above the field and the comment at the end of its line), the values
 `validate` accepts for it (`_one_of(..., CHOICES, ...)` and `x in (...)` checks)
-and the rules it enforces on it (`_check(...)` messages). Only
-`neardup_spark.config` is imported; the CLI's flags are read from the source of
-`neardup_spark/cli.py` (the dotted keys its overrides set) and the presets from
-`neardup_spark/presets/*.toml`, without importing either.
+and the rules it enforces on it (`_check(...)` messages). `neardup_spark.config`
+and the option table `neardup_spark.flags` (each flag and the key it sets) are
+imported; the presets are read from `neardup_spark/presets/*.toml`.
 """
 
 from __future__ import annotations
@@ -196,35 +195,10 @@ def _rules(source: str) -> tuple[dict[str, tuple], dict[str, list[str]]]:
 
 
 def _cli_flags() -> dict[str, list[str]]:
-    """Dotted key -> the `neardup` flags that set it, read from the overrides dict in cli.py's source
-    (`"verify.threshold": get("threshold")` -> --threshold; in `x if cond else y` only x and y count)."""
-    try:
-        source = (ROOT / "neardup_spark" / "cli.py").read_text(encoding="utf-8")
-        tree = ast.parse(source)
-    except (OSError, SyntaxError):
-        return {}
+    """Dotted key -> the `neardup` flags that set it, from the option table (`neardup_spark.flags`)."""
+    from neardup_spark.flags import flags_of_keys
 
-    def gets(node: ast.AST) -> list[str]:
-        if isinstance(node, ast.IfExp):  # "overwrite" if get("overwrite") else None: the test's flag
-            return (gets(node.body) + gets(node.orelse)) or gets(node.test)
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "get"
-                and node.args and isinstance(node.args[0], ast.Constant)):
-            return [str(node.args[0].value)]
-        return [name for child in ast.iter_child_nodes(node) for name in gets(child)]
-
-    flags: dict[str, list[str]] = {}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Dict):
-            continue
-        for key, value in zip(node.keys, node.values):
-            if isinstance(key, ast.Constant) and isinstance(key.value, str) and re.fullmatch(r"\w+\.\w+", key.value):
-                for dest in gets(value):
-                    flag = "--" + dest.replace("_", "-")
-                    if flag not in flags.setdefault(key.value, []):
-                        flags[key.value].append(flag)
-    if "spark.conf" not in flags and '"--conf"' in source:
-        flags["spark.conf"] = ["--conf"]
-    return flags
+    return flags_of_keys()
 
 
 def _toml_comments() -> tuple[dict[str, str], dict[str, str]]:

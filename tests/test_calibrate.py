@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from neardup_spark import Config, cli
+from neardup_spark import Config, api, cli
 from neardup_spark.tools import calibrate
 from neardup_spark.tools import corpus
 from neardup_spark.errors import InputError
 from neardup_spark.kernels.lsh import candidate_probability, catching, choose_bands_rows
 
-SAMPLE = str(cli.SAMPLE)
+SAMPLE = str(api.SAMPLE)
 SPARK = ["--master", "local[2]", "--shuffle-partitions", "4"]
 
 

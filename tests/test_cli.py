@@ -10,16 +10,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from neardup_spark import cli
+from neardup_spark import api, cli
 from neardup_spark.tools import corpus
 
 from . import oracles
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = str(cli.SAMPLE)
+SAMPLE = str(api.SAMPLE)
 COMMON = ["--format", "jsonl", "--shuffle-partitions", "4", "--quiet"]
 
 
+@pytest.mark.fast
 def test_run_on_the_bundled_sample(spark, tmp_path, capsys):
     out = tmp_path / "out"
     rc = cli.main(["run", "--input", SAMPLE, "--output", str(out), "--metadata-cols", "source,published_at",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from neardup_spark import Config, cli
+from neardup_spark import Config, api
 from neardup_spark.api import run
 
 from . import oracles
@@ -23,7 +23,7 @@ from . import oracles
 pytestmark = pytest.mark.process  # every test here starts Spark in processes of its own
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = str(cli.SAMPLE)
+SAMPLE = str(api.SAMPLE)
 
 
 def _free_port() -> int:

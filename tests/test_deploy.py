@@ -11,14 +11,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from neardup_spark import cli
-
+from neardup_spark import api
 from .cluster import can_make_private_mounts, standalone_cluster
 
 pytestmark = pytest.mark.process  # every test here starts Spark in processes of its own
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = str(cli.SAMPLE)
+SAMPLE = str(api.SAMPLE)
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 
 

@@ -12,12 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from neardup_spark import cli
-
-pytestmark = pytest.mark.compat  # also run on CI's pyspark 3.5 leg
+from neardup_spark import api
+pytestmark = [pytest.mark.compat, pytest.mark.jvm]  # compat: also run on CI's pyspark 3.5 leg
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = Path(cli.SAMPLE)
+SAMPLE = Path(api.SAMPLE)
 
 
 def _make(case: str, where: Path) -> tuple[Path, list[str]]:

@@ -6,8 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from neardup_spark import Config, cli
-from neardup_spark import api
+from neardup_spark import Config, api
 from neardup_spark.archive import index as ix
 from neardup_spark.runtime.filestore import HadoopStore, LocalStore, store_for
 from neardup_spark.api import run
@@ -27,6 +26,7 @@ def _hadoop_store(uri: str) -> HadoopStore:
     return HadoopStore(jvm, jvm.org.apache.hadoop.conf.Configuration(), uri)
 
 
+@pytest.mark.jvm
 def test_concurrent_committers_through_hadoop_in_separate_processes(tmp_path):
     landed = race(_hadoop_store, f"file://{tmp_path}/index", COMMITTERS, ROUNDS)
     final = ix.open_index(str(tmp_path / "index")).manifest  # the local reader sees the same versions
@@ -54,7 +54,7 @@ def test_stores_read_and_write_the_same_layout(spark, tmp_path):
 def test_a_nightly_sequence_with_the_index_at_a_uri(spark, tmp_path):
     """Build, two appends, compaction, vacuum and an export with the index at file://...: the
     Hadoop code path."""
-    rows = pd.read_json(cli.SAMPLE, lines=True)
+    rows = pd.read_json(api.SAMPLE, lines=True)
     paths = []
     for k in range(3):
         path = tmp_path / f"b{k}.jsonl"
@@ -81,7 +81,7 @@ def test_a_nightly_sequence_with_the_index_at_a_uri(spark, tmp_path):
     assert gone.removed and sorted(gone.trimmed) == sorted(nights)
     assert set(left) == {manifest["parts"][0], *nights} and all(left[n] == ["output"] for n in nights)
     api.export(spark, uri, str(tmp_path / "export"))
-    run(spark, cfg.with_overrides({"input.path": str(cli.SAMPLE), "output.path": str(tmp_path / "full")}))
+    run(spark, cfg.with_overrides({"input.path": str(api.SAMPLE), "output.path": str(tmp_path / "full")}))
     exported = pd.read_parquet(tmp_path / "export" / "clusters")
     full = pd.read_parquet(tmp_path / "full" / "clusters")
     part = lambda f: sorted(sorted(ids) for ids in f.groupby("cluster_id").doc_id.apply(list))  # noqa: E731

@@ -51,7 +51,7 @@ def _fill(disk: Path, leave: int = 64_000) -> None:
 
 
 def _halves(tmp_path: Path) -> tuple[str, str]:
-    rows = pd.read_json(cli.SAMPLE, lines=True)
+    rows = pd.read_json(api.SAMPLE, lines=True)
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     rows.iloc[:600].to_json(a, orient="records", lines=True)
     rows.iloc[600:].to_json(b, orient="records", lines=True)

@@ -17,8 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from neardup_spark import Config, cli
-from neardup_spark import api
+from neardup_spark import Config, api
 from neardup_spark.tools import corpus
 from neardup_spark.api import run
 
@@ -79,8 +78,9 @@ def corpus10k(tmp_path_factory) -> str:
     return str(path)
 
 
+@pytest.mark.fast
 def test_the_bundled_sample(spark, tmp_path):
-    run(spark, _cfg(**{"input.path": str(cli.SAMPLE), "input.format": "jsonl", "output.path": str(tmp_path)}))
+    run(spark, _cfg(**{"input.path": str(api.SAMPLE), "input.format": "jsonl", "output.path": str(tmp_path)}))
     _check("sample", _hashes(tmp_path))
 
 
@@ -93,7 +93,7 @@ def test_a_10k_corpus(spark, corpus10k, tmp_path, mode):
 def test_three_nights(spark, tmp_path):
     """Build from one third of the sample, append two nights (one re-sends archived documents),
     then export: every night's output and the final index are pinned."""
-    rows = pd.read_json(cli.SAMPLE, lines=True)
+    rows = pd.read_json(api.SAMPLE, lines=True)
     night = np.random.default_rng(5).integers(0, 3, len(rows))
     paths = []
     for k in range(3):

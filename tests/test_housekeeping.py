@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from neardup_spark import api, cli
+from neardup_spark import api
 from neardup_spark.api import run
 from neardup_spark.archive import housekeeping, setfiles
 from neardup_spark.archive.index import ConcurrentCommitError, open_index
@@ -35,7 +35,7 @@ def _append(spark, index: str, batch: str, out: Path):
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory):
     work = tmp_path_factory.mktemp("housekeeping")
-    rows = pd.read_json(cli.SAMPLE, lines=True)
+    rows = pd.read_json(api.SAMPLE, lines=True)
     return work, rows, oracles.split_into_nights(rows, work, seed=2)
 
 

@@ -108,6 +108,7 @@ def test_inspect_needs_a_finished_run(tmp_path, capsys):
     assert "holds no finished run" in capsys.readouterr().err
 
 
+@pytest.mark.jvm
 def test_inspect_refuses_an_append_output(tmp_path, capsys):
     # An append's clusters/ lists the batch and the archived rows that changed, not whole clusters.
     (tmp_path / "report.json").write_text(json.dumps({"mode": "append", "config": {}}))
@@ -121,6 +122,7 @@ PAYLOADS = ["\x1b]0;PWNED\x07", "\x1b[2J", "\x1b]8;;https://evil.example/\x1b\\c
             "\u202e"]
 
 
+@pytest.mark.jvm
 def test_inspect_shows_control_characters_escaped(tmp_path, capsys):
     """Ids, texts and diffs from the data never reach the terminal raw."""
     rows = [{"id": "k\x1b]0;TITLE\x07", "text": STORY},
@@ -141,7 +143,7 @@ def test_inspect_shows_control_characters_escaped(tmp_path, capsys):
 
 
 def test_printable_escapes_controls_and_keeps_other_text():
-    from neardup_spark.runtime.terminal import printable
+    from neardup_spark.terminal import printable
 
     assert printable("café 日本 ok") == "café 日本 ok"
     assert printable("a\tb\nc\x00\x7f\x9b\u2028") == "a\\tb\\nc\\x00\\x7f\\x9b\\u2028"

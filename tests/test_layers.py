@@ -16,7 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "neardup_spark"
 
-LEAVES = {"config", "columns", "errors", "version"}
+LEAVES = {"config", "columns", "errors", "flags", "terminal", "version"}
 # Higher imports lower; equal ranks may import each other within one folder.
 RANKS = {
     "leaf": 0,
@@ -105,6 +105,37 @@ def test_every_import_goes_down_the_layers():
     assert violations() == []
 
 
+# The command line is a shell over the api: it may reach the api, the leaves and the progress
+# stream, nothing under them. (`worker_daemon` is Spark's entry point, not a user's.)
+SHELLS = {"neardup_spark.cli", "neardup_spark.__main__", "neardup_spark"}
+SHELL_MAY_IMPORT = {"neardup_spark.api", "neardup_spark.cli", "neardup_spark.runtime.progress"}
+
+
+def test_entry_points_import_only_the_api_the_leaves_and_progress():
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if module_name(path) not in SHELLS:
+            continue
+        for line, target in imports(path):
+            if layer_of(target) != "leaf" and target not in SHELL_MAY_IMPORT:
+                bad.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {target}")
+    assert bad == []
+
+
+def test_the_public_names_are_one_list_and_the_cli_uses_only_them():
+    import re
+
+    import neardup_spark
+    from neardup_spark import api
+
+    assert len(set(neardup_spark.__all__)) == len(neardup_spark.__all__)
+    missing = [n for n in neardup_spark.__all__ if not hasattr(neardup_spark, n)]
+    assert missing == []
+    called = set(re.findall(r"\bapi\.(\w+)", (PACKAGE / "cli.py").read_text()))
+    assert called and called <= set(neardup_spark.__all__), called - set(neardup_spark.__all__)
+    assert all(getattr(neardup_spark, n) is getattr(api, n) for n in called)
+
+
 def test_kernels_never_import_pyspark():
     bad = []
     for path in sorted((PACKAGE / "kernels").rglob("*.py")):
@@ -156,8 +187,42 @@ def test_the_nightly_append_runs_the_pipelines_chain():
     for path in sorted(PACKAGE.rglob("*.py")):
         if path.parent.name == "stages" or path.name == "worker_daemon.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module in CHAIN_ONLY:
-                names = {a.name for a in node.names} & CHAIN_ONLY[node.module]
-                outside += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {n}" for n in sorted(names)]
+        outside += [f"{path.relative_to(PACKAGE.parent)}:{line}: {name}" for line, name in chain_calls(path)]
     assert outside == []
+
+
+def chain_calls(path: Path) -> list[tuple[int, str]]:
+    """(line, name) of every chain stage function a file reaches: imported by name
+    (`from neardup_spark.stages.verify import verify`), or through its module
+    (`from neardup_spark.stages import verify` or `import neardup_spark.stages.verify`, then
+    `verify.verify(...)`)."""
+    tree = ast.parse(path.read_text())
+    found, modules = [], {}  # local name -> chain module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in CHAIN_ONLY:
+            found += [(node.lineno, a.name) for a in node.names if a.name in CHAIN_ONLY[node.module]]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                if f"{node.module}.{a.name}" in CHAIN_ONLY:
+                    modules[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in CHAIN_ONLY:
+                    modules[a.asname or a.name] = a.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            owner = ast.unparse(node.value)
+            if owner in modules and node.attr in CHAIN_ONLY[modules[owner]]:
+                found.append((node.lineno, node.attr))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("source", [
+    "from neardup_spark.stages.verify import verify\n",
+    "from neardup_spark.stages import verify\nverify.verify(x)\n",
+    "from neardup_spark.stages import verify as v\nv.verify(x)\n",
+    "import neardup_spark.stages.verify\nneardup_spark.stages.verify.verify(x)\n",
+])
+def test_the_chain_guard_sees_every_way_to_reach_a_stage(monkeypatch, source):
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: source)
+    assert [name for _, name in chain_calls(PACKAGE / "api.py")] == ["verify"]

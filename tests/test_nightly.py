@@ -43,7 +43,7 @@ def _near_pairs(frames, rows) -> set:
 def batches(tmp_path_factory):
     """The bundled sample split at random into an archive and two daily batches."""
     work = tmp_path_factory.mktemp("nightly")
-    rows = pd.read_json(cli.SAMPLE, lines=True)
+    rows = pd.read_json(api.SAMPLE, lines=True)
     return work, rows, oracles.split_into_nights(rows, work, seed=1)
 
 
@@ -64,7 +64,7 @@ def appended(spark, batches):
                       "output.path": str(work / f"out{k}")})
         reports.append(run(spark, cfg))
     api.export(spark, index, str(work / "export"))
-    full = run(spark, _cfg(**{"input.path": str(cli.SAMPLE), "output.path": str(work / "full")}))
+    full = run(spark, _cfg(**{"input.path": str(api.SAMPLE), "output.path": str(work / "full")}))
     return work, rows, index, reports, full
 
 
@@ -243,7 +243,7 @@ def test_band_rows_read_from_the_files_are_spark_s_join(spark, batches, appended
 
 def test_string_ids_batches_give_the_clusters_of_one_full_run(spark, tmp_path):
     # String ids through the scan of the band files (`archive.scan`).
-    rows = pd.read_json(cli.SAMPLE, lines=True)
+    rows = pd.read_json(api.SAMPLE, lines=True)
     rows["id"] = "s-" + rows["id"].astype(str)
     paths = oracles.split_into_nights(rows, tmp_path, seed=3)
     index = str(tmp_path / "index")
@@ -273,7 +273,7 @@ def test_simhash_128_batches_give_the_clusters_of_one_full_run(spark, batches):
         run(spark, _cfg(**sim, **{"input.path": paths[k], "index.path": index, "index.append": True,
                                   "output.path": str(work / f"sout{k}")}))
     api.export(spark, index, str(work / "sexport"))
-    full = run(spark, _cfg(**sim, **{"input.path": str(cli.SAMPLE), "output.path": str(work / "sfull")}))
+    full = run(spark, _cfg(**sim, **{"input.path": str(api.SAMPLE), "output.path": str(work / "sfull")}))
     assert full["counts"]["verified_pairs"] > 100
     exported = pd.read_parquet(work / "sexport" / "clusters")
     assert _partition(exported) == _partition(pd.read_parquet(work / "sfull" / "clusters"))
@@ -510,7 +510,7 @@ def test_parameters_an_older_index_does_not_record_count_as_their_defaults():
 def test_a_replayed_half_and_a_new_half_list_each_document_once(spark, tmp_path):
     """Archived documents re-sent beside newcomers that join their clusters: each batch document
     is listed once, with its assignment after the batch (the index's own), never also its old row."""
-    rows = pd.read_json(cli.SAMPLE, lines=True)
+    rows = pd.read_json(api.SAMPLE, lines=True)
     groups = rows.groupby("group").id.apply(list)
     # Archive one copy of every story; the batch re-sends those and brings the other copies.
     first = set(groups.apply(lambda ids: ids[0]))

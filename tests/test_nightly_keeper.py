@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from neardup_spark import Config, api, cli
+from neardup_spark import Config, api
 from neardup_spark.api import run
 from neardup_spark.archive.housekeeping import compact
 from neardup_spark.archive.index import IndexError_, open_index
@@ -32,7 +32,7 @@ def _partition(clusters: pd.DataFrame) -> list:
 def rows():
     """The bundled sample, chains that components would merge (A~B~C, A!~C), and exact
     copies of some chain links: every path of keeper linkage within one corpus."""
-    sample = pd.read_json(cli.SAMPLE, lines=True)
+    sample = pd.read_json(api.SAMPLE, lines=True)
     chains = pd.DataFrame(corpus.chains(n_chains=10, shift=35, unrelated=4))
     chains = chains.assign(id=chains.id + 10_000, edit="chain", source="wire",
                            published_at=sample.published_at.iloc[: len(chains)].to_numpy())
@@ -118,7 +118,7 @@ def test_pairs_of_a_replaced_text_pass_to_its_copy_for_later_nights(spark, tmp_p
     words = [f"t{i}" for i in range(80)]
     near3 = " ".join([f"x{i}" for i in range(10)] + words[10:])
     near4 = " ".join(words[:70] + [f"y{i}" for i in range(10)])
-    sample = pd.read_json(cli.SAMPLE, lines=True).iloc[:300]
+    sample = pd.read_json(api.SAMPLE, lines=True).iloc[:300]
     story = sample.iloc[:4].assign(id=[5001, 5002, 5003, 5004], text=[" ".join(words)] * 2 + [near3, near4])
     archive = pd.concat([sample, story], ignore_index=True)
     archive.to_json(tmp_path / "archive.jsonl", orient="records", lines=True, date_format="iso")
@@ -149,7 +149,7 @@ def test_a_replacement_s_moves_are_reported_when_the_night_changes_only_their_co
     t = [f"t{i}" for i in range(80)]
     p = [f"p{i}" for i in range(80)]
     texts = {100: p, 6000: t[:70] + [f"d{i}" for i in range(10)], 6001: t, 6002: [f"x{i}" for i in range(10)] + t[10:]}
-    sample = pd.read_json(cli.SAMPLE, lines=True).iloc[:4]
+    sample = pd.read_json(api.SAMPLE, lines=True).iloc[:4]
     archive = sample.assign(id=list(texts), text=[" ".join(w) for w in texts.values()])
     archive.to_json(tmp_path / "archive.jsonl", orient="records", lines=True, date_format="iso")
     rules = {"keeper.rules": ["smallest_id"]}
@@ -191,7 +191,7 @@ def test_sticky_keepers_stay_and_stars_still_hold(spark, tmp_path):
 
 
 def test_the_linkage_is_part_of_the_index_parameters(spark, tmp_path):
-    rows = pd.read_json(cli.SAMPLE, lines=True).iloc[:200]
+    rows = pd.read_json(api.SAMPLE, lines=True).iloc[:200]
     rows.to_json(tmp_path / "a.jsonl", orient="records", lines=True, date_format="iso")
     index = str(tmp_path / "index")
     api.build_index(spark, _cfg(**{"input.path": str(tmp_path / "a.jsonl"), "index.path": index}))

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from neardup_spark import cli
+from neardup_spark import api, cli
 from neardup_spark.runtime import paths
 
-SAMPLE = str(cli.SAMPLE)
+SAMPLE = str(api.SAMPLE)
 
 
 def test_braces_expand_like_hadoop_globs():

@@ -15,7 +15,7 @@ import pytest
 from neardup_spark import api, cli
 from neardup_spark.tools.review import side_by_side
 
-SAMPLE = str(Path(cli.SAMPLE))
+SAMPLE = str(Path(api.SAMPLE))
 # Hosts Chromium itself may call at start-up (component updates, variations): not the page's.
 BROWSER_OWN = re.compile(r"https?://([a-z0-9-]+\.)*(google\.com|googleapis\.com|gvt1\.com|gstatic\.com)/")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark import SparkContext
 
-from neardup_spark import cli
+from neardup_spark import api
 from neardup_spark.runtime import session
 from neardup_spark.config import SparkConfig
 
@@ -114,7 +114,7 @@ def test_cli_makes_the_archive_then_uses_it(tmp_path):
     for run in ("first", "second"):
         out = tmp_path / run
         proc = subprocess.run(
-            [sys.executable, "-m", "neardup_spark.cli", "run", "--input", str(cli.SAMPLE), "--format", "jsonl",
+            [sys.executable, "-m", "neardup_spark.cli", "run", "--input", str(api.SAMPLE), "--format", "jsonl",
              "--output", str(out), "--master", "local[2]", "--shuffle-partitions", "4", "--quiet"],
             env=env, capture_output=True, text=True, timeout=600, cwd=ROOT,
         )
@@ -179,6 +179,7 @@ print("stopped")
 """
 
 
+@pytest.mark.jvm
 def test_stop_without_waiting_stops_spark_and_then_its_accumulator_server():
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     env.pop("PYSPARK_GATEWAY_PORT", None)

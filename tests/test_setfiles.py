@@ -183,10 +183,9 @@ def _append_cfg(batch: str, index: str, out: Path, **more):
 
 @pytest.mark.compat
 def test_an_index_of_both_layouts_and_its_compaction_give_one_full_run(spark, tmp_path):
-    from neardup_spark import cli
     from . import oracles
 
-    rows = pd.read_json(cli.SAMPLE, lines=True)
+    rows = pd.read_json(api.SAMPLE, lines=True)
     paths = oracles.split_into_nights(rows, tmp_path, seed=5)
     index = str(tmp_path / "index")
     # An index written before this layout (or on a Hadoop filesystem): sets in Parquet.
@@ -215,11 +214,10 @@ def test_an_index_of_both_layouts_and_its_compaction_give_one_full_run(spark, tm
 
 
 def test_an_index_of_set_files_opened_at_a_uri_is_refused_before_any_work(spark, tmp_path):
-    from neardup_spark import cli
     from neardup_spark.archive.index import IndexError_
     from . import oracles
 
-    paths = oracles.split_into_nights(pd.read_json(cli.SAMPLE, lines=True), tmp_path, seed=5)
+    paths = oracles.split_into_nights(pd.read_json(api.SAMPLE, lines=True), tmp_path, seed=5)
     index = tmp_path / "index"
     api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": str(index)}))
     before = sorted(p.name for p in index.rglob("*"))
@@ -231,10 +229,9 @@ def test_an_index_of_set_files_opened_at_a_uri_is_refused_before_any_work(spark,
 
 
 def test_set_files_on_a_hadoop_filesystem_are_refused_before_any_work(spark, tmp_path):
-    from neardup_spark import cli
     from neardup_spark.archive.index import IndexError_
 
-    cfg = _cfg(**{"input.path": str(cli.SAMPLE), "index.path": f"file://{tmp_path}/index",
+    cfg = _cfg(**{"input.path": str(api.SAMPLE), "index.path": f"file://{tmp_path}/index",
                   "index.set_layout": "files"})
     with pytest.raises(IndexError_, match="set_layout = 'files' needs a local or mounted"):
         api.build_index(spark, cfg)

@@ -150,7 +150,7 @@ def test_bad_layouts_are_refused():
 def test_pipeline_clusters_are_the_components_of_all_pairs_within_k(spark, bits, weighting, k):
     import pandas as pd
 
-    from neardup_spark import Config, cli, deduplicate
+    from neardup_spark import Config, api, deduplicate
     from neardup_spark.kernels import hashing
     from neardup_spark.kernels.lsh import lsh_params
     from neardup_spark.kernels.sketch import SimHashLayout
@@ -158,7 +158,7 @@ def test_pipeline_clusters_are_the_components_of_all_pairs_within_k(spark, bits,
 
     from . import oracles
 
-    rows = pd.read_json(cli.SAMPLE, lines=True)
+    rows = pd.read_json(api.SAMPLE, lines=True)
     cfg = Config().with_overrides({"match.method": "simhash", "simhash.hamming_distance": k,
                                    "simhash.bits": bits, "simhash.weighting": weighting,
                                    "cluster.linkage": "components"})  # components: the union-find oracle

@@ -20,7 +20,7 @@ KEYS = {"clusters": ["doc_id"], "pairs": ["doc_a", "doc_b"], "deduplicated": ["i
 
 
 def _cfg(**more) -> Config:
-    return Config().with_overrides({"input.format": "jsonl", "input.path": str(cli.SAMPLE), **more})
+    return Config().with_overrides({"input.format": "jsonl", "input.path": str(api.SAMPLE), **more})
 
 
 def _sorted(frame: pd.DataFrame, key: list[str]) -> pd.DataFrame:
@@ -162,7 +162,7 @@ def test_an_explicit_format_is_the_tables_format(spark, files_run, tmp_path):
 @pytest.mark.compat
 def test_the_cli_refuses_a_catalog_that_forgets_its_tables(spark, tmp_path, capsys):
     assert forgets_tables(spark, "default.nd")  # the tests' session: in-memory
-    rc = cli.main(["run", "--input", str(cli.SAMPLE), "--format", "jsonl", "--output", str(tmp_path / "o"),
+    rc = cli.main(["run", "--input", str(api.SAMPLE), "--format", "jsonl", "--output", str(tmp_path / "o"),
                    "--output-table", "default.nd_cli", *SPARK])
     assert rc == 2
     assert "in-memory catalog" in capsys.readouterr().err
@@ -172,7 +172,7 @@ def test_the_cli_refuses_a_catalog_that_forgets_its_tables(spark, tmp_path, caps
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory):
     work = tmp_path_factory.mktemp("tables-nightly")
-    rows = pd.read_json(cli.SAMPLE, lines=True)
+    rows = pd.read_json(api.SAMPLE, lines=True)
     return work, oracles.split_into_nights(rows, work, seed=3)
 
 

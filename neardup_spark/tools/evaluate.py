@@ -349,3 +349,22 @@ def _by_edit(valid: DataFrame, per_cluster: DataFrame, origins: DataFrame, origi
             "false_merges": int(r["false_merges"]),
         }
     return out
+
+
+def format_scores(result: dict) -> str:
+    """The text `neardup evaluate` prints."""
+    p = result["pairs"]
+    lines = [
+        f"documents          {result['documents']}",
+        f"pair precision     {p['precision']:.4f}  ({p['correct_pairs']} of {p['predicted_pairs']} predicted pairs)",
+        f"pair recall        {p['recall']:.4f}  ({p['correct_pairs']} of {p['true_pairs']} true pairs)",
+        f"pair F1            {p['f1']:.4f}",
+        f"adjusted Rand      {result['adjusted_rand_index']:.4f}",
+    ]
+    if result.get("by_edit"):
+        lines.append("per edit: recall (copies in their original's cluster), false merges (with other groups)")
+    for edit, row in sorted(result.get("by_edit", {}).items()):
+        recall = "   -  " if row["recall"] is None else f"{row['recall']:.4f}"
+        lines.append(f"  {edit:<22} recall {recall}  ({row['found']}/{row['copies']})  "
+                     f"false merges {row['false_merges']}")
+    return "\n".join(lines)

@@ -29,7 +29,7 @@ from neardup_spark.config import Config, from_dict
 from neardup_spark.errors import InputError
 from neardup_spark.kernels.sketch import shingle_sets
 from neardup_spark.runtime.publish import pending, pending_note
-from neardup_spark.runtime.terminal import printable
+from neardup_spark.terminal import printable
 from neardup_spark.stages.read import documents, read_input
 
 MAX_MEMBERS = 20

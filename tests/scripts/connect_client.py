@@ -17,7 +17,7 @@ spark = SparkSession.builder.remote(url).config("spark.sql.shuffle.partitions", 
 ROOT = Path(__file__).resolve().parents[2]
 
 from neardup_spark import deduplicate  # noqa: E402
-from neardup_spark.cli import SAMPLE  # noqa: E402
+from neardup_spark.api import SAMPLE  # noqa: E402
 from neardup_spark.runtime.session import package_zip  # noqa: E402
 
 if case == "unshipped":

@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from neardup_spark import Config, deduplicate
 from neardup_spark import api
-from neardup_spark.cli import SAMPLE
+from neardup_spark.api import SAMPLE
 from neardup_spark.api import run
 
 work, batches = Path(sys.argv[1]), sys.argv[2:4]
