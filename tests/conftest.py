@@ -20,6 +20,17 @@ ICEBERG_JAR = os.environ.get("NEARDUP_ICEBERG_JAR", "")
 ICEBERG_CATALOG = "ice"
 
 
+def pytest_collection_modifyitems(config, items):
+    """`fast` (the tier `./scripts/test.sh -m fast` runs before each commit, in a few minutes):
+    every test that needs no JVM, plus the few Spark tests marked `fast` by hand that cover
+    a whole run end to end. Tests that start Spark themselves (`process`, `jvm`) never are."""
+    for item in items:
+        if any(item.get_closest_marker(m) for m in ("process", "jvm", "slow")):
+            continue
+        if "spark" not in item.fixturenames:
+            item.add_marker(pytest.mark.fast)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _class_cache_in_tmp(tmp_path_factory):
     """CLI processes started by tests keep their JVM class-data archives in a

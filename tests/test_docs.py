@@ -35,6 +35,11 @@ def test_configuration_reference_is_current():
     assert proc.returncode == 0, proc.stderr + proc.stdout
 
 
+def test_architecture_lists_every_module():
+    proc = _run("module_list.py")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+
+
 @pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
                     reason="the newest results file is told by git history")
 def test_benchmarks_table_is_current():
