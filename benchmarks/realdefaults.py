@@ -341,7 +341,7 @@ def main(argv=None) -> dict:
         ap.error(f"unknown corpora {', '.join(unknown)} (known: {CORPORA})")
 
     from neardup_spark.config import SparkConfig
-    from neardup_spark.runtime.session import planned_master
+    from neardup_spark.runtime.masters import planned_master
 
     master = planned_master(SparkConfig())
     Path(args.cache).mkdir(parents=True, exist_ok=True)

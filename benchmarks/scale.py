@@ -115,7 +115,7 @@ def ensure_class_archive(master: str, work: Path) -> dict:
     (a user's first run does, once). Returns what was done, for the record."""
     from neardup_spark.api import SAMPLE
     from neardup_spark.config import SparkConfig
-    from neardup_spark.runtime.session import class_archive
+    from neardup_spark.runtime.jvm import class_archive
 
     archive = class_archive(SparkConfig(master=master))
     if archive is None:

@@ -28,7 +28,9 @@ from typing import Any, Callable, ContextManager, Iterator, Sequence
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from neardup_spark.archive import housekeeping, nightly
+from neardup_spark.archive import append as _append
+from neardup_spark.archive import build as _build
+from neardup_spark.archive import housekeeping
 from neardup_spark.archive.housekeeping import Compaction, Vacuum
 from neardup_spark.config import SET_LAYOUTS, Config, ConfigError, require_io_paths
 from neardup_spark.errors import NeardupError, unshipped
@@ -38,9 +40,10 @@ from neardup_spark.runtime.progress import Progress, current_progress, progress_
 from neardup_spark.runtime.publish import MARKER, pending, publishing
 from neardup_spark.runtime.report import Report
 from neardup_spark.runtime.runner import Runner
-from neardup_spark.runtime.session import (build_session, input_bytes_of, is_local_master, log_dir, master_of,
-                                           owned_session, planned_master, remote_of)
-from neardup_spark.runtime.sizing import sized
+from neardup_spark.runtime.jvm import log_dir
+from neardup_spark.runtime.masters import is_local_master, master_of, planned_master, remote_of
+from neardup_spark.runtime.session import build_session, owned_session
+from neardup_spark.runtime.sizing import input_bytes_of, sized
 from neardup_spark.runtime.storage import PROBE_PREFIX, checkpoint_dir, probe_executor_writes
 from neardup_spark.runtime.tables import require_kept, table_name
 from neardup_spark.stages import pipeline
@@ -167,7 +170,7 @@ def preflight(cfg: Config, spark: SparkSession | None = None, *, job: str = "run
     if job != "export" and cfg.input.format != "table":
         require_matches(input_matches(cfg, master, spark), cfg.input.path, cfg.input.format)
     if cfg.output.path and job != "read":
-        # A nightly batch may repair the output a killed run of it left (see archive.nightly._output_free).
+        # A nightly batch may repair the output a killed run of it left (see archive.append._output_free).
         check_output_free(cfg, master, spark, may_exist=bool(cfg.index.append))
     if cfg.output.plots and job == "run":
         figures.check_can_plot(cfg.output.path)
@@ -237,21 +240,21 @@ def review_page(spark: SparkSession, output: str, *, per_stratum: int = 3) -> st
 def build_index(spark: SparkSession, cfg: Config, output: str | None = None) -> Report:
     """A new archive index at cfg.index.path from cfg.input (and, with `output`, a run's tables there)."""
     with _package_on_workers(), sized(spark, input_bytes_of(cfg.input)):
-        return nightly.build(spark, resolve(cfg), output)
+        return _build.build(spark, resolve(cfg), output)
 
 
 def append(spark: SparkSession, cfg: Config) -> Report:
     """cfg.input as tonight's batch: checked against the index at cfg.index.path, written to
     cfg.output.path and appended to the index in one commit."""
     with _package_on_workers(), sized(spark, input_bytes_of(cfg.input)):
-        return nightly.append(spark, resolve(cfg))
+        return _append.append(spark, resolve(cfg))
 
 
 def export(spark: SparkSession, index_path: str, output: str = "", mode: str = "errorifexists", *,
            table: str = "", table_format: str = "") -> int:
     """The current clusters of every archived document written to `output`/clusters, or with
     `table` ("catalog.schema.prefix") to the table `<prefix>_clusters`; returns their number."""
-    return nightly.export(spark, index_path, output, mode, table=table, table_format=table_format)
+    return _build.export(spark, index_path, output, mode, table=table, table_format=table_format)
 
 
 def compact_index(spark: SparkSession, index_path: str, set_layout: str = "auto") -> Compaction:

@@ -178,7 +178,7 @@ class OutputConfig:
 
 @dataclass(frozen=True)
 class IndexConfig:
-    """The archive index a nightly batch is checked against and appended to (see `archive.nightly`)."""
+    """The archive index a nightly batch is checked against and appended to (see `archive.append`)."""
 
     path: str = ""
     append: bool = False  # run: query the batch against the index, then append it
@@ -209,11 +209,11 @@ class SparkConfig:
     shuffle_partitions: int = 0  # 0: the session's own if someone set it, else sized for the run
     conf: Mapping[str, str] = field(default_factory=dict)
     # Local mode, JVM started by neardup: keep a class-data archive of the
-    # driver JVM (see runtime.session.class_archive): the JVM starts seconds faster.
+    # driver JVM (see runtime.jvm.class_archive): the JVM starts seconds faster.
     class_cache: bool = True
     # Local mode, JVM started by neardup: "auto" runs the JIT's quick compiler
-    # only (C1) when the local input is under runtime.session.SHORT_RUN_BYTES, "c1"
-    # always, "default" never (see runtime.session.jit_options).
+    # only (C1) when the local input is under runtime.jvm.SHORT_RUN_BYTES, "c1"
+    # always, "default" never (see runtime.jvm.jit_options).
     jit: str = "auto"
 
 

@@ -120,5 +120,5 @@ def unshipped(exc: BaseException) -> NeardupError | None:
         return None
     return NeardupError(
         f"Spark's Python workers cannot import neardup_spark ({_NO_PACKAGE}): install the package on the "
-        "cluster, or ship it once per session with spark.addArtifacts(neardup_spark.runtime.session.package_zip(), "
+        "cluster, or ship it once per session with spark.addArtifacts(neardup_spark.runtime.shipping.package_zip(), "
         "pyfile=True) (the neardup command does this itself)")

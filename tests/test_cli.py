@@ -380,7 +380,7 @@ def test_the_cli_runs_through_spark_connect(tmp_path):
 def test_the_package_zip_for_a_connect_server_holds_every_module():
     import zipfile
 
-    from neardup_spark.runtime.session import package_zip
+    from neardup_spark.runtime.shipping import package_zip
 
     names = set(zipfile.ZipFile(package_zip()).namelist())
     here = Path(cli.__file__).parent

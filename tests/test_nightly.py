@@ -93,9 +93,9 @@ def test_the_distributed_batch_graph_gives_the_driver_s_clusters(spark, batches,
     # numpy on the driver, and BROADCAST_BAND_ROWS = 0 joins the batch's band rows to the
     # archive's by a shuffle (a batch too large to broadcast): the same assignments,
     # keepers included, and the same counts.
-    from neardup_spark.archive import nightly
+    from neardup_spark.archive import append as appending
 
-    monkeypatch.setattr(nightly, "BROADCAST_BAND_ROWS", 0)
+    monkeypatch.setattr(appending, "BROADCAST_BAND_ROWS", 0)
     work, rows, paths = batches
     _, _, _, reports, _ = appended
     index = str(work / "index-spark-graph")
@@ -156,7 +156,7 @@ def test_band_rows_probed_by_range_give_the_same_night(spark, batches, appended,
     # in sixteen groups of ranges: the same joined rows (each archived key met once, in its
     # range's table), and the same candidates, pairs and assignments as one table.
     from neardup_spark.archive import index as ix
-    from neardup_spark.archive import nightly, scan
+    from neardup_spark.archive import append as appending, scan
     from neardup_spark.runtime.runner import Runner
 
     monkeypatch.setattr(ix, "RANGED_BAND_ROWS", 0)
@@ -165,7 +165,7 @@ def test_band_rows_probed_by_range_give_the_same_night(spark, batches, appended,
     work, rows, paths = batches
     _, _, built, reports, _ = appended
     idx = open_index(built, spark)
-    side = nightly._ArchiveSide(spark, idx, Runner(spark), 0, 42)
+    side = appending.ArchiveSide(spark, idx, Runner(spark), 0, 42)
     # The archive's own band rows as a batch: every key of every range is met.
     own = idx.bands(spark).selectExpr("bucket", "doc_id AS _nid")
     groups = ix.range_groups(side.archive_band_rows, own.count())
@@ -219,7 +219,7 @@ def test_band_rows_read_from_the_files_are_spark_s_join(spark, batches, appended
     # The scan of a local index's band files (`archive.scan`) against Spark's join of the same
     # rows: every archived row with a batch key, once per batch row of that key.
     from neardup_spark.archive import index as ix
-    from neardup_spark.archive import nightly, scan
+    from neardup_spark.archive import append as appending, scan
     from neardup_spark.runtime.runner import Runner
 
     _, _, built, _, _ = appended
@@ -233,7 +233,7 @@ def test_band_rows_read_from_the_files_are_spark_s_join(spark, batches, appended
         spark.range(500).selectExpr("id * 7919 AS bucket", "-id AS _nid"))
     id_type = idx.docs(spark).schema["doc_id"].dataType
     got = idx.live(spark, scan.hits(spark, idx, batch, files, id_type), "_adoc").drop(ix.PART).toPandas()
-    side = nightly._ArchiveSide(spark, idx, Runner(spark), 0, 42)
+    side = appending.ArchiveSide(spark, idx, Runner(spark), 0, 42)
     want = side._probe(batch, None).toPandas()
     key = ["bucket", "_adoc", "_nid"]
     assert len(want) > 2 * own.count() - 1

@@ -10,7 +10,7 @@ import pytest
 from pyspark import SparkContext
 
 from neardup_spark import api
-from neardup_spark.runtime import session
+from neardup_spark.runtime import jvm, session, sizing, tempdirs
 from neardup_spark.config import SparkConfig
 
 pytestmark = pytest.mark.compat  # also run on CI's pyspark 3.5 leg
@@ -53,16 +53,16 @@ def fake_java(tmp_path, monkeypatch):
 def test_class_archive_is_made_once_then_used(fake_java, tmp_path):
     fake_java("17.0.15")
     local = SparkConfig(master="local[2]")
-    first = session.class_archive(local)
+    first = jvm.class_archive(local)
     assert first.making is not None and not first.path.exists()
     assert f"-XX:ArchiveClassesAtExit={first.making}" in first.java_options
     assert first.path.parent == tmp_path / "cache"
     first.path.write_bytes(b"archive")
-    second = session.class_archive(local)
+    second = jvm.class_archive(local)
     assert second.path == first.path and second.making is None
     assert f"-XX:SharedArchiveFile={first.path}" in second.java_options
     fake_java("21.0.1")  # another runtime: another archive
-    assert session.class_archive(local).path != first.path
+    assert jvm.class_archive(local).path != first.path
 
 
 @pytest.mark.parametrize("case", ["switched off", "cluster", "spark-submit", "java 11", "defaults set options",
@@ -79,7 +79,7 @@ def test_no_class_archive_where_it_cannot_apply(fake_java, tmp_path, monkeypatch
         (tmp_path / "conf" / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions  -Dx=1\n")
     if case == "jvm running":
         monkeypatch.setattr(SparkContext, "_gateway", object())
-    assert session.class_archive(cfg) is None
+    assert jvm.class_archive(cfg) is None
 
 
 def test_stale_half_made_and_unused_archives_are_removed(fake_java, tmp_path):
@@ -92,16 +92,16 @@ def test_stale_half_made_and_unused_archives_are_removed(fake_java, tmp_path):
         f.write_bytes(b"x")
     os.utime(old, (0, 0))
     os.utime(unused, (0, 0))
-    ours = session.class_archive(SparkConfig(master="local[2]")).path
+    ours = jvm.class_archive(SparkConfig(master="local[2]")).path
     ours.write_bytes(b"archive")
     os.utime(ours, (0, 0))
-    session.class_archive(SparkConfig(master="local[2]"))  # uses ours: touched, not removed
+    jvm.class_archive(SparkConfig(master="local[2]"))  # uses ours: touched, not removed
     assert not old.exists() and fresh.exists() and not unused.exists() and recent.exists()
     assert ours.exists() and ours.stat().st_mtime > 0
 
 
 @pytest.mark.process
-@pytest.mark.skipif(session._java_release() is None, reason="needs Java 13+ with a release file")
+@pytest.mark.skipif(jvm._java_release() is None, reason="needs Java 13+ with a release file")
 def test_cli_makes_the_archive_then_uses_it(tmp_path):
     # Two real `neardup run` processes, each starting its own JVM: the first
     # writes the archive as its JVM exits, the second maps it. Same results.
@@ -128,7 +128,7 @@ def test_cli_makes_the_archive_then_uses_it(tmp_path):
 
 
 def test_a_process_temp_dir_is_gone_when_the_process_exits(tmp_path):
-    code = "from neardup_spark.runtime.session import process_temp_dir as t; import os; p = t('neardup-x-'); " \
+    code = "from neardup_spark.runtime.tempdirs import process_temp_dir as t; import os; p = t('neardup-x-'); " \
            "open(os.path.join(p, 'f'), 'w').write('x'); print(p)"
     proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp_path)},
                           capture_output=True, text=True, timeout=60, check=True)
@@ -139,19 +139,19 @@ def test_a_process_temp_dir_is_gone_when_the_process_exits(tmp_path):
 
 @pytest.mark.compat
 def test_the_temp_dirs_of_killed_processes_are_swept_by_the_next(tmp_path):
-    code = "from neardup_spark.runtime.session import process_temp_dir as t; import os; p = t('neardup-x-'); " \
+    code = "from neardup_spark.runtime.tempdirs import process_temp_dir as t; import os; p = t('neardup-x-'); " \
            "print(p, flush=True); os.kill(os.getpid(), 9)"
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     killed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     left = Path(killed.stdout.strip())
     assert killed.returncode == -9 and left.is_dir()  # no exit handler ran
-    alive = tmp_path / f"neardup-x-{session._host()}-{os.getpid()}-abc"  # this process: running
+    alive = tmp_path / f"neardup-x-{tempdirs._host()}-{os.getpid()}-abc"  # this process: running
     dead = int(left.name.split("-")[-2])
     other_host = tmp_path / f"neardup-x-elsewhere-{dead}-abc"  # a shared /tmp: not ours to judge
-    old_style, other = tmp_path / "neardup-x-q1w2e3", tmp_path / f"neardup-y-{session._host()}-1-abc"
+    old_style, other = tmp_path / "neardup-x-q1w2e3", tmp_path / f"neardup-y-{tempdirs._host()}-1-abc"
     for folder in (alive, other_host, old_style, other):
         folder.mkdir()
-    assert session.sweep_temp_dirs("neardup-x-", str(tmp_path)) == [left.name]
+    assert tempdirs.sweep_temp_dirs("neardup-x-", str(tmp_path)) == [left.name]
     assert not left.exists() and all(f.is_dir() for f in (alive, other_host, old_style, other))
 
 
@@ -190,27 +190,27 @@ def test_stop_without_waiting_stops_spark_and_then_its_accumulator_server():
 def test_short_local_runs_compile_with_c1_only(tmp_path, monkeypatch):
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     local = SparkConfig(master="local[2]")
-    small, big = session.SHORT_RUN_BYTES - 1, session.SHORT_RUN_BYTES
-    assert session.jit_options(local, small) == "-XX:TieredStopAtLevel=1"
-    assert session.jit_options(local, big) == ""
-    assert session.jit_options(local, None) == ""  # unknown size (a table, a URL): the JVM's default
-    assert session.jit_options(SparkConfig(master="local[2]", jit="c1"), big) == "-XX:TieredStopAtLevel=1"
-    assert session.jit_options(SparkConfig(master="local[2]", jit="default"), small) == ""
-    assert session.jit_options(SparkConfig(master="yarn"), small) == ""
+    small, big = jvm.SHORT_RUN_BYTES - 1, jvm.SHORT_RUN_BYTES
+    assert jvm.jit_options(local, small) == "-XX:TieredStopAtLevel=1"
+    assert jvm.jit_options(local, big) == ""
+    assert jvm.jit_options(local, None) == ""  # unknown size (a table, a URL): the JVM's default
+    assert jvm.jit_options(SparkConfig(master="local[2]", jit="c1"), big) == "-XX:TieredStopAtLevel=1"
+    assert jvm.jit_options(SparkConfig(master="local[2]", jit="default"), small) == ""
+    assert jvm.jit_options(SparkConfig(master="yarn"), small) == ""
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")
-    assert session.jit_options(local, small) == ""
+    assert jvm.jit_options(local, small) == ""
 
 
 def test_local_input_bytes(tmp_path):
     (tmp_path / "d" / "sub").mkdir(parents=True)
     (tmp_path / "d" / "a.parquet").write_bytes(b"x" * 10)
     (tmp_path / "d" / "sub" / "b.parquet").write_bytes(b"x" * 5)
-    assert session.local_input_bytes(str(tmp_path / "d")) == 15
-    assert session.local_input_bytes(str(tmp_path / "d" / "a.parquet")) == 10
-    assert session.local_input_bytes(f"file://{tmp_path / 'd'}") == 15
-    assert session.local_input_bytes(str(tmp_path / "missing")) is None
-    assert session.local_input_bytes("s3://bucket/news") is None
-    assert session.local_input_bytes(str(tmp_path / "d" / "*.parquet")) is None
+    assert sizing.local_input_bytes(str(tmp_path / "d")) == 15
+    assert sizing.local_input_bytes(str(tmp_path / "d" / "a.parquet")) == 10
+    assert sizing.local_input_bytes(f"file://{tmp_path / 'd'}") == 15
+    assert sizing.local_input_bytes(str(tmp_path / "missing")) is None
+    assert sizing.local_input_bytes("s3://bucket/news") is None
+    assert sizing.local_input_bytes(str(tmp_path / "d" / "*.parquet")) is None
 
 
 def test_jit_mode_is_validated():

@@ -12,7 +12,7 @@ the matched rows go back to Spark, with their part's position for
 `Index.live`.
 
 An index on a Hadoop filesystem (HDFS, object stores) is probed by Spark's
-join instead (`nightly._ArchiveSide`): pyarrow has neither Spark's Hadoop
+join instead (`append.ArchiveSide`): pyarrow has neither Spark's Hadoop
 configuration nor its credentials.
 """
 

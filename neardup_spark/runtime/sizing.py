@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
+
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 DRIVER_MEMORY = "spark.driver.memory"
 SPARK_DEFAULT_PARTITIONS = "200"
@@ -243,3 +244,27 @@ def sized(spark, input_bytes: int | None = None) -> Iterator[Sizing]:
         else:
             spark.conf.unset(SHUFFLE_PARTITIONS)
         spark.conf.unset(SIZED_PARTITIONS)
+
+
+def input_bytes_of(input_cfg) -> int | None:
+    """Bytes of a run's local input (cfg.input); None for tables, globs and URLs."""
+    return None if input_cfg.format == "table" else local_input_bytes(input_cfg.path)
+
+
+def local_input_bytes(path: str) -> int | None:
+    """Bytes under a local file or directory; None for globs, URLs and missing paths."""
+    from neardup_spark.runtime.paths import local_file
+
+    root = local_file(path)
+    if root is None or not root.exists():
+        return None
+    if root.is_file():
+        return root.stat().st_size
+    total = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(folder, name))
+            except OSError:
+                pass
+    return total

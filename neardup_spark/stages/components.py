@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from neardup_spark import columns as C
 from neardup_spark.config import Config
@@ -48,12 +49,11 @@ def connected_components(edges: DataFrame, cfg: Config, stats: dict | None = Non
     # iterative algorithm that re-plans it every round builds plan strings large
     # enough to exhaust the driver heap (seen with GraphFrames).
     pairs = _materialise(pairs.distinct(), cfg.cluster.checkpoint, True)
-    limit = cfg.cluster.driver_max_edges
     stats = stats if stats is not None else {}
     on_driver = False
-    if limit:
+    if cfg.cluster.driver_max_edges:
         stats["components_edges"] = pairs.count()  # also computes the checkpoint the backend reads
-        on_driver = stats["components_edges"] <= limit
+        on_driver = solved_on_driver(cfg, stats["components_edges"])
     # The report says which path ran: at most `limit` edges are collected, never more.
     stats["components_on_driver"] = int(on_driver)
     if on_driver:
@@ -62,6 +62,88 @@ def connected_components(edges: DataFrame, cfg: Config, stats: dict | None = Non
     if cfg.cluster.backend == "graphframes":
         return _graphframes(pairs, cfg)
     return _star_contraction(pairs, cfg, stats)
+
+
+def solved_on_driver(cfg: Config, edges: int | None) -> bool:
+    """Whether a graph of (at most) `edges` edges is collected and solved on the driver:
+    cluster.driver_max_edges says up to how many (0: never)."""
+    limit = cfg.cluster.driver_max_edges
+    return bool(limit) and edges is not None and edges <= limit
+
+
+GROUP_NODE = "_gnode"  # a group's node in the graph (negative: below every other id)
+COMP = "_comp"  # a component's name: the same for all of its nodes, and meaningless otherwise
+
+
+def grouped_components(edges: DataFrame, grouped: DataFrame, group: str, cfg: Config, stats: dict,
+                       edges_at_most: int) -> tuple[DataFrame, DataFrame]:
+    """Connected components of a graph in which the nodes of a group count as one node.
+
+    edges(doc_a, doc_b) over node ids, the ungrouped ones >= 0; grouped(_nid, `group`) names
+    the group of each grouped node. The nightly append's graph is one: its batch documents,
+    and the archived documents they met, each standing for its archived cluster (a group).
+    Returns (nodes(_nid, _comp) of the ungrouped nodes in an edge, groups(`group`, _comp) of
+    the groups an edge reaches). Solved on the driver when `edges_at_most` (a bound on the
+    edges) allows it (`solved_on_driver`), else by `connected_components`; stats gets
+    "groups" (the groups of grouped) and what `connected_components` says of its path."""
+    if solved_on_driver(cfg, edges_at_most):
+        return _grouped_on_driver(edges, grouped, group, stats)
+    names = grouped.select(group).distinct()
+    # Group nodes numbered by the groups' order: the same ids however often the plan runs.
+    names = names.withColumn(GROUP_NODE, -F.dense_rank().over(Window.orderBy(group)).cast("long"))
+    stats["groups"] = names.count()
+    node_of = grouped.join(names, group).select(C.NID, GROUP_NODE)
+    a = edges.join(node_of.withColumnRenamed(C.NID, C.DOC_A), C.DOC_A, "left")
+    a = a.select(F.coalesce(GROUP_NODE, C.DOC_A).alias(C.DOC_A), C.DOC_B)
+    b = a.join(node_of.withColumnRenamed(C.NID, C.DOC_B), C.DOC_B, "left")
+    graph = b.select(C.DOC_A, F.coalesce(GROUP_NODE, C.DOC_B).alias(C.DOC_B))
+    comps = connected_components(graph, cfg, stats)
+    labels = comps.select(F.col(C.DOC_ID).alias(GROUP_NODE), F.col(C.CLUSTER_ID).alias(COMP))
+    groups = names.join(labels, GROUP_NODE).select(group, COMP)
+    nodes = comps.where(F.col(C.DOC_ID) >= 0).select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(COMP))
+    return nodes, groups
+
+
+def _grouped_on_driver(edges: DataFrame, grouped: DataFrame, group: str, stats: dict) -> tuple[DataFrame, DataFrame]:
+    """`grouped_components` in numpy: the edges and the grouped nodes collected (two jobs
+    instead of the ~30 small ones of the distributed path), each grouped node relabelled to
+    its group's node, and the graph solved by `driver_components`."""
+    spark = edges.sparkSession
+    members = grouped.select(C.NID, group).toPandas()
+    pairs = edges.select(C.DOC_A, C.DOC_B).toPandas()
+    names, group_of_member = np.unique(members[group].to_numpy(), return_inverse=True)
+    stats["groups"] = int(names.size)
+    src, dst = pairs[C.DOC_A].to_numpy(np.int64), pairs[C.DOC_B].to_numpy(np.int64)
+    member_nids = members[C.NID].to_numpy(np.int64)
+    # Group nodes below every id in the graph: no collision with another node.
+    base = min(0, int(src.min(initial=0)), int(dst.min(initial=0)), int(member_nids.min(initial=0))) - 1
+    group_node = base - np.arange(names.size, dtype=np.int64)
+    node_of_member = group_node[group_of_member]
+    a, b = _relabel(src, member_nids, node_of_member), _relabel(dst, member_nids, node_of_member)
+    keep = a != b
+    nodes, labels = driver_components(a[keep], b[keep])
+    stats["components_rounds"], stats["components_on_driver"] = 0, 1
+    ungrouped = nodes >= 0
+    reached = np.isin(group_node, nodes)  # groups an edge reaches
+    at = np.searchsorted(nodes, group_node[reached])
+    kind = grouped.schema[group].dataType
+    nodes_df = spark.createDataFrame(
+        pd.DataFrame({C.NID: nodes[ungrouped], COMP: labels[ungrouped]}),
+        StructType([StructField(C.NID, LongType(), False), StructField(COMP, LongType(), False)]))
+    groups_df = spark.createDataFrame(
+        pd.DataFrame({group: names[reached], COMP: labels[at]}),
+        StructType([StructField(group, kind, False), StructField(COMP, LongType(), False)]))
+    return nodes_df, groups_df
+
+
+def _relabel(ids: np.ndarray, keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """ids, each one found in keys replaced by the value at the same position."""
+    if keys.size == 0:
+        return ids
+    order = np.argsort(keys)
+    keys, values = keys[order], values[order]
+    at = np.minimum(np.searchsorted(keys, ids), keys.size - 1)
+    return np.where(keys[at] == ids, values[at], ids)
 
 
 def _on_driver(pairs: DataFrame) -> DataFrame:

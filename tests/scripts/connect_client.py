@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 from neardup_spark import deduplicate  # noqa: E402
 from neardup_spark.api import SAMPLE  # noqa: E402
-from neardup_spark.runtime.session import package_zip  # noqa: E402
+from neardup_spark.runtime.shipping import package_zip  # noqa: E402
 
 if case == "unshipped":
     try:
