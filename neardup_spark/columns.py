@@ -42,6 +42,9 @@ MATCH_NEAR = "near"
 # 16-byte MD5 of the raw text: the archive index tells a re-sent document from a changed one by it.
 TEXT_DIGEST = "text_digest"
 
+# JSON Lines input: the text of a malformed line (Spark's columnNameOfCorruptRecord); never output.
+CORRUPT = "_corrupt_record"
+
 INTERNAL = frozenset(
     {DOC_ID, TEXT, IS_EMPTY, EXACT_HASH, EXACT_REP, SHINGLES, BUCKET, BANDS, NID,
      TEXT_LEN, STRIPPED, SIMHASH, SIMHASH_HI, QUERIES, CLUSTER_ID, IS_KEEPER, KEEPER_ID, STATUS}

@@ -177,6 +177,7 @@ CHAIN_ONLY = {
     "neardup_spark.stages.candidates": {"candidate_pairs", "representative_pairs"},
     "neardup_spark.stages.verify": {"verify"},
     "neardup_spark.stages.sketch": {"sketch"},
+    "neardup_spark.stages.keepers": {"choose_keepers"},
 }
 
 
@@ -226,3 +227,45 @@ def chain_calls(path: Path) -> list[tuple[int, str]]:
 def test_the_chain_guard_sees_every_way_to_reach_a_stage(monkeypatch, source):
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: source)
     assert [name for _, name in chain_calls(PACKAGE / "api.py")] == ["verify"]
+
+
+def test_the_components_choice_lives_in_the_components_stage():
+    # Driver or Spark, and "a group of nodes counts as one" (the nightly append's archived
+    # clusters), are decided in stages/components.py only: nobody else solves a graph in numpy.
+    users = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).as_posix() in ("stages/components.py", "kernels/graph.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "neardup_spark.kernels.graph":
+                users += [f"{path.relative_to(PACKAGE.parent)}: {a.name}" for a in node.names
+                          if a.name == "driver_components"]
+    assert users == []
+
+
+def test_no_two_modules_import_each_other():
+    # Within a layer modules may import each other's names, but never in a circle: a reader
+    # follows a stage down, never round.
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        src = module_name(path)
+        graph[src] = {t for _, t in imports(path) if t != src and t.split(".")[1:2] != ["__init__"]}
+    names = set(graph)
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in names or nxt == "neardup_spark":
+                continue
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join(trail[trail.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = 2
+
+    for node in sorted(names):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []

@@ -15,7 +15,7 @@ from neardup_spark.plan import resolve
 from neardup_spark.stages.read import spread
 from neardup_spark.stages.sketch import sketch
 from neardup_spark.stages.verify import PARTITION_SET_BYTES, intersected, partitions, verify
-from neardup_spark.stages.write import keeper_rows
+from neardup_spark.stages.keepers import keeper_rows
 
 pytestmark = pytest.mark.compat  # also run on CI's pyspark 3.5 leg
 
@@ -182,7 +182,7 @@ def test_keeper_rows_pick_the_keepers_original_rows(spark, n_keepers, n_removed)
         [(1, 1, True, 1, "keeper"), (2, 1, False, 1, "duplicate"), (3, 3, True, 3, "unique")],
         "doc_id long, cluster_id long, is_keeper boolean, keeper_id long, status string",
     )
-    rows = keeper_rows(raw, cfg(), clusters, n_keepers, n_removed).collect()  # semi, anti, broadcast or not
+    rows = keeper_rows(raw, cfg().input.id_col, clusters, n_keepers, n_removed).collect()  # semi, anti, broadcast or not
     assert sorted(tuple(r) for r in rows) == [(1, "a", "x"), (3, "c", "z")]
 
 

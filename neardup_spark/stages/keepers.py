@@ -140,3 +140,32 @@ def ranked(docs: DataFrame, keeper: KeeperConfig, component: str,
         status_column(keeper_id, F.col("best.h"), F.col("size")).alias(C.STATUS),
         *keep, *([rank_as] if rank_as else []), *([F.col("size").alias(size_as)] if size_as else []),
     )
+
+
+_KEEPER = "__neardup_keeper"
+
+
+# Up to this many ids are broadcast to pick the keepers' rows, so the input
+# (with its text) is read once and never shuffled; at 1M documents the
+# shuffle join moved 1.7 GB and took most of the write stage.
+BROADCAST_IDS = 5_000_000
+
+
+def keeper_rows(raw: DataFrame, id_col: str, clusters: DataFrame, n_keepers: int | None = None,
+                n_removed: int | None = None) -> DataFrame:
+    """The raw input rows (id in `id_col`) whose id is a keeper's (all original columns).
+
+    With the counts known, the smaller id set (keepers, or the removed
+    documents for an anti-join) is broadcast when it is small enough.
+    """
+    raw_id = F.col(id_col)
+    if dict(clusters.dtypes)[C.DOC_ID] == "bigint":
+        raw_id = raw_id.cast("long")
+    cols = [c for c in raw.columns if c != C.CORRUPT]
+    by_removed = n_keepers is not None and n_removed is not None and n_removed < n_keepers
+    wanted = ~F.col(C.IS_KEEPER) if by_removed else F.col(C.IS_KEEPER)
+    ids = clusters.where(wanted).select(F.col(C.DOC_ID).alias(_KEEPER))
+    smaller = n_removed if by_removed else n_keepers
+    if smaller is not None and smaller <= BROADCAST_IDS:
+        ids = F.broadcast(ids)
+    return raw.join(ids, raw_id == F.col(_KEEPER), "left_anti" if by_removed else "left_semi").select(*cols)

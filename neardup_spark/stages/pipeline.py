@@ -2,7 +2,7 @@
 
 `deduplicate(raw, plan)` chains the stages over a DataFrame with a resolved
 plan (see `neardup_spark.plan`); `neardup_spark.api` calls it for the library,
-the CLI and the spark-submit job. The nightly append (`archive.nightly`) runs
+the CLI and the spark-submit job. The nightly append (`archive.append`) runs
 the same chain (`prepared` pieces, then `match`) with its archive index as an
 extra candidate source and verification side (`Archive`).
 
@@ -38,11 +38,10 @@ from neardup_spark.stages.candidates import representative_pairs
 from neardup_spark.stages.linkage import keeper_stars
 from neardup_spark.stages.components import connected_components
 from neardup_spark.stages.exact import exact_copies, exact_edges, text_digest
-from neardup_spark.stages.keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs
+from neardup_spark.stages.keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs, keeper_rows
 from neardup_spark.stages.read import check_documents, documents, drop_bookkeeping, internal_id, spread
 from neardup_spark.stages.sketch import Stripping, sketch
 from neardup_spark.stages.verify import verify
-from neardup_spark.stages.write import keeper_rows
 from neardup_spark.version import __version__
 
 CLUSTER_COLUMNS = (C.DOC_ID, C.CLUSTER_ID, C.IS_KEEPER, C.KEEPER_ID, C.STATUS)
@@ -97,7 +96,7 @@ class Prepared:
 
 class Archive(Protocol):
     """An extra candidate source and verification side for `match`: the archive index of a
-    nightly append (`archive.nightly`). Archived documents are named by their doc id (`_adoc`)."""
+    nightly append (`archive.append`). Archived documents are named by their doc id (`_adoc`)."""
 
     def exact(self, hashes: DataFrame) -> DataFrame:
         """hashes(_nid, exact_hash) of representatives -> (_nid, _adoc): the smallest archived
@@ -337,7 +336,7 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
         config=to_dict(cfg),
     )
     pairs = with_doc_ids(edges, index.select(C.NID, C.DOC_ID))
-    dedup = keeper_rows(raw, cfg, clusters, counts["clusters"], counts["removed"])
+    dedup = keeper_rows(raw, cfg.input.id_col, clusters, counts["clusters"], counts["removed"])
     if components is not None:
         components = component_ids(index, components)
     lines = boilerplate.lines_frame(raw.sparkSession, v.prep.lines) if v.prep.lines is not None else None

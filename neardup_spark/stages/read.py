@@ -18,7 +18,7 @@ from neardup_spark.config import Config
 from neardup_spark.errors import InputError, NeardupError, one_line
 from neardup_spark.stages.keepers import keeper_columns
 
-CORRUPT = "_corrupt_record"
+CORRUPT = C.CORRUPT
 _INT_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 

@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
-from neardup_spark import columns as C
 from neardup_spark.config import Config
 from neardup_spark.errors import NeardupError, writing
 from neardup_spark.runtime import paths
@@ -23,39 +21,9 @@ from neardup_spark.runtime import publish
 from neardup_spark.runtime.publish import MARKER, Publication
 from neardup_spark.runtime.storage import OWN_PREFIX, verify_written, writer_mode
 from neardup_spark.runtime.tables import check_tables, save_tables, table_names
-from neardup_spark.stages.read import CORRUPT
 
 if TYPE_CHECKING:  # pragma: no cover
     from neardup_spark.stages.pipeline import DedupResult
-
-_KEEPER = "__neardup_keeper"
-
-
-# Up to this many ids are broadcast to pick the keepers' rows, so the input
-# (with its text) is read once and never shuffled; at 1M documents the
-# shuffle join moved 1.7 GB and took most of the write stage.
-BROADCAST_IDS = 5_000_000
-
-
-def keeper_rows(raw: DataFrame, cfg: Config, clusters: DataFrame, n_keepers: int | None = None,
-                n_removed: int | None = None) -> DataFrame:
-    """The raw input rows whose id is a keeper's (all original columns).
-
-    With the counts known, the smaller id set (keepers, or the removed
-    documents for an anti-join) is broadcast when it is small enough.
-    """
-    raw_id = F.col(cfg.input.id_col)
-    if dict(clusters.dtypes)[C.DOC_ID] == "bigint":
-        raw_id = raw_id.cast("long")
-    cols = [c for c in raw.columns if c != CORRUPT]
-    by_removed = n_keepers is not None and n_removed is not None and n_removed < n_keepers
-    wanted = ~F.col(C.IS_KEEPER) if by_removed else F.col(C.IS_KEEPER)
-    ids = clusters.where(wanted).select(F.col(C.DOC_ID).alias(_KEEPER))
-    smaller = n_removed if by_removed else n_keepers
-    if smaller is not None and smaller <= BROADCAST_IDS:
-        ids = F.broadcast(ids)
-    return raw.join(ids, raw_id == F.col(_KEEPER), "left_anti" if by_removed else "left_semi").select(*cols)
-
 
 def check_paths(cfg: Config, master: str = "", spark: SparkSession | None = None, may_exist: bool = False) -> None:
     """Before any work: the input names something, and the output is free (see
