@@ -274,11 +274,12 @@ def vacuum_index(spark: SparkSession | None, index_path: str, retain_days: float
 
 
 def calibrate(df: DataFrame, config: Config | None = None, *, pairs: int = 5000, seed: int = 1,
-              margin: float = 0.05, floor: float = 0.3, **settings: Any) -> _calibrate.Calibration:
-    """The random-pair Jaccard distribution of `df`, and the threshold and (bands, rows) it suggests."""
+              margin: float = 0.05, floor: float = 0.3, top_lines: int = 10, **settings: Any) -> _calibrate.Calibration:
+    """The random-pair Jaccard distribution of `df`, and the threshold and (bands, rows) it suggests
+    (with the `top_lines` most frequent lines, estimated, for setting boilerplate.min_docs)."""
     with sized(df.sparkSession):
         return _calibrate.calibrate(df, options(config, **settings), pairs=pairs, seed=seed, margin=margin,
-                                    floor=floor)
+                                    floor=floor, top_lines=top_lines)
 
 
 def evaluate(clusters: DataFrame, labels: DataFrame, **kwargs: Any) -> dict:
@@ -367,10 +368,13 @@ def calibration_text(report: dict) -> str:
     return _calibrate.format_report(report)
 
 
-def calibration_plots(result: _calibrate.Calibration, directory: str) -> list[str]:
-    """The S-curve and random-pair Jaccard histogram of a calibration, written as PNGs into `directory`."""
+def calibration_plots(result: _calibrate.Calibration, directory: str, *, threshold: float | None = None,
+                      verified: Sequence[float] = ()) -> list[str]:
+    """The S-curve and random-pair Jaccard histogram of a calibration, written as PNGs into
+    `directory`: the histogram marks `threshold` (default: the recommended one) and shows the
+    `verified` pairs' Jaccards beside the random pairs' when given."""
     require_matplotlib()
-    return [str(p) for p in _calibrate.write_plots(result, directory)]
+    return [str(p) for p in _calibrate.write_plots(result, directory, threshold, verified)]
 
 
 def labelling_sample(df: DataFrame, config: Config | None = None, *, n: int, jaccard_range=(0.3, 1.0), seed: int = 1,
@@ -493,10 +497,15 @@ def clusters_written_to(output: str, table: str = "") -> str:
 
 
 def generate(output: str, docs: int = 10_000, *, fmt: str = "parquet", seed: int = 7, dup_share: float = 0.5,
-             shards: int = 1, workers: int = 1, log: Callable[[str], None] | None = None) -> str:
+             shards: int = 1, workers: int = 1, log: Callable[[str], None] | None = None, **spec: Any) -> str:
     """A labelled corpus of `docs` stories with the seven controlled edits, written to `output`
-    (one file, or `shards` pieces written by `workers` processes); returns where."""
-    spec = _corpus.CorpusSpec(n_docs=docs, seed=seed, dup_share=dup_share)
+    (one file, or `shards` pieces written by `workers` processes); returns where. `spec` sets
+    the generator's other fields (words=200, boilerplate_share=0.45, ...: see
+    `tools.corpus.CorpusSpec`)."""
+    try:
+        spec = _corpus.CorpusSpec(n_docs=docs, seed=seed, dup_share=dup_share, **spec)
+    except TypeError as e:
+        raise NeardupError(f"generate: {e}") from None
     try:
         if shards == 1 and workers == 1:
             return str(_corpus.write(spec, output, fmt))

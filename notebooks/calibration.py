@@ -14,18 +14,9 @@
 import tempfile
 from pathlib import Path
 
-from neardup_spark import Config, deduplicate, session
-from neardup_spark.tools import corpus
-from neardup_spark.tools import plots
-from neardup_spark.tools.calibrate import (
-    calibrate,
-    format_labels,
-    format_report,
-    labelling_sample,
-    score_labels,
-)
-from neardup_spark.errors import NeardupError
-from neardup_spark.tools.evaluate import score
+from neardup_spark import (Config, NeardupError, calibrate, calibration_plots, calibration_text, deduplicate,
+                           evaluate, generate, labelling_sample, labels_text, require_matplotlib, score_labels,
+                           session)
 
 spark = session(master="local[2]", shuffle_partitions=4)  # Databricks' own session where there is one
 
@@ -41,11 +32,10 @@ spark = session(master="local[2]", shuffle_partitions=4)  # Databricks' own sess
 # COMMAND ----------
 # %%
 workdir = Path(tempfile.mkdtemp(prefix="neardup-calibration-"))
-spec = corpus.CorpusSpec(n_docs=1500, seed=3, boilerplate_share=0.45, footer_share=1.0, words=200)
-corpus.write(spec, workdir / "corpus", "parquet")
+generate(str(workdir / "corpus"), 1500, seed=3, boilerplate_share=0.45, footer_share=1.0, words=200)
 raw = spark.read.parquet((workdir / "corpus").as_uri())
 first = raw.orderBy("id").first()
-print(f"{spec.n_docs} documents; document {first['id']} ({first['source']}, group {first['group']}) begins:")
+print(f"{raw.count()} documents; document {first['id']} ({first['source']}, group {first['group']}) begins:")
 print(first["text"][:400])
 
 # COMMAND ----------
@@ -60,7 +50,7 @@ print(first["text"][:400])
 # %%
 plain = Config().with_overrides({"verify.threshold": 0.3})
 before = calibrate(raw, plain, pairs=2000)
-print(format_report(before.report))
+print(calibration_text(before.report))
 assert 0.2 < before.report["p99"] < 0.4 and before.report["recommended_threshold"] > before.report["p99"]
 share = before.report["share_at_or_above"]["0.3"]
 print(f"random pairs at or above 0.3: {share:.1%}, i.e. ~{share * 1500 * 1499 / 2:,.0f} of all pairs of 1,500 documents")
@@ -81,8 +71,8 @@ print(f"random pairs at or above 0.3: {share:.1%}, i.e. ~{share * 1500 * 1499 / 
 # COMMAND ----------
 # %% [markdown]
 # ## 3. See it
-# The histogram of random-pair Jaccards (log scale) with its percentiles and
-# the 0.3 threshold, and the S-curve of the LSH parameters `calibrate`
+# The histogram of random-pair Jaccards (log scale) with its p99 and p99.9
+# and the 0.3 threshold, and the S-curve of the LSH parameters `calibrate`
 # recommends. Plots need matplotlib: `pip install 'neardup-spark[plots]'`.
 
 
@@ -101,17 +91,15 @@ def show(path):
 
 
 try:
-    plots.require_matplotlib()
+    require_matplotlib()
     have_plots = True
 except NeardupError as err:
     print(err)
     have_plots = False
 
 if have_plots:
-    rep = before.report
-    marks = {k.replace("_", "."): rep[k] for k in ("p50", "p90", "p99", "p99_9")}
-    show(plots.jaccard_histogram(before.jaccards, [], workdir / "random_pairs.png", threshold=0.3, percentiles=marks))
-    show(plots.s_curve(rep["bands"], rep["rows"], rep["recommended_threshold"], workdir / "s_curve.png"))
+    for path in calibration_plots(before, str(workdir / "before"), threshold=0.3):
+        show(path)
 
 # COMMAND ----------
 # %% [markdown]
@@ -132,7 +120,7 @@ for strip in (False, True):
                                    "cluster.linkage": "components"})
     result = deduplicate(raw, cfg)
     # edit_col adds recall per kind of edit (a few more Spark jobs): shown for the stripped run.
-    scores[strip] = score(result.clusters, labels, label_col="group", edit_col="edit" if strip else None)
+    scores[strip] = evaluate(result.clusters, labels, label_col="group", edit_col="edit" if strip else None)
     counts[strip] = result.report["counts"]
     if strip:
         print("stripped:", result.report["boilerplate"])
@@ -168,20 +156,12 @@ assert scores[True]["pairs"]["precision"] >= 0.99 and scores[True]["pairs"]["rec
 # %%
 stripping = Config().with_overrides({"verify.threshold": 0.3, "boilerplate.enabled": True, "boilerplate.min_docs": 50})
 after = calibrate(raw, stripping, pairs=2000, top_lines=0)
-print(format_report(after.report))
+print(calibration_text(after.report))
 print(f"p99 of random pairs: {before.report['p99']:.4f} without stripping -> {after.report['p99']:.4f} with it")
 assert after.report["p99"] < 0.05 and after.report["recommended_threshold"] == 0.3
 
-if have_plots:
-    show(
-        plots.jaccard_histogram(
-            after.jaccards,
-            verified,
-            workdir / "random_vs_verified_stripped.png",
-            threshold=0.3,
-            percentiles={"p99": after.report["p99"], "p99.9": after.report["p99_9"]},
-        )
-    )
+if have_plots:  # random pairs beside the verified ones, stripped
+    show(calibration_plots(after, str(workdir / "after"), threshold=0.3, verified=verified)[1])
 
 # COMMAND ----------
 # %% [markdown]
@@ -193,14 +173,15 @@ if have_plots:
 
 # COMMAND ----------
 # %%
-frame = labelling_sample(raw, stripping, 40, lo=0.3, hi=1.0)
+frame = labelling_sample(raw, stripping, n=40, jaccard_range=(0.3, 1.0))
 frame.to_csv(workdir / "pairs.csv", index=False)  # what a person would open
 print(frame[["doc_a", "doc_b", "jaccard", "stratum", "weight"]].head(8).to_string(index=False))
 
 group_of = labels.toPandas().set_index("doc_id")["group"]
 frame["label"] = ["yes" if group_of[a] == group_of[b] else "no" for a, b in zip(frame.doc_a, frame.doc_b)]
-label_scores = score_labels(frame)
-print(format_labels(label_scores))
+frame.to_csv(workdir / "labelled.csv", index=False)  # the file a person hands back
+label_scores = score_labels(str(workdir / "labelled.csv"))
+print(labels_text(label_scores))
 assert label_scores["labelled"] == len(frame) > 0
 
 # COMMAND ----------

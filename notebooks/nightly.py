@@ -15,15 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from neardup_spark import Config, run, session
-from neardup_spark import api
-from neardup_spark.tools import corpus
-from neardup_spark.archive.index import open_index
+
+from neardup_spark import Config, build_index, export, generate, run, session
 
 spark = session(master="local[2]", shuffle_partitions=4)  # Databricks' own session where there is one
 
 work = Path(tempfile.mkdtemp(prefix="neardup-nightly-"))
-rows = pd.DataFrame(corpus.generate(corpus.CorpusSpec(n_docs=800, seed=5, words=200)))
+rows = pd.read_parquet(generate(str(work / "corpus"), 800, seed=5, words=200))
 day = np.random.default_rng(5).integers(0, 3, len(rows))  # 0: the archive, 1 and 2: two nights
 for k in range(3):
     rows[day == k].to_parquet(work / f"day{k}.parquet", coerce_timestamps="us")
@@ -38,7 +36,7 @@ print({f"day{k}": int((day == k).sum()) for k in range(3)})
 cfg = Config().with_overrides(
     {"input.path": str(work / "day0.parquet"), "index.path": str(work / "index"), "output.mode": "overwrite"}
 )
-built = api.build_index(spark, cfg)
+built = build_index(spark, cfg)
 print(built["index"], built["counts"]["clusters"], "clusters")
 
 # COMMAND ----------
@@ -69,11 +67,11 @@ out.groupBy("in_batch", "status").count().orderBy("in_batch", "status").show()
 
 # COMMAND ----------
 # %%
-version = open_index(str(work / "index")).manifest["version"]
+version = report["index"]["version"]  # the index after night 2
 again = run(spark, cfg.with_overrides(
     {"input.path": str(work / "day2.parquet"), "output.path": str(work / "again2"), "index.append": True}
 ))
-assert again["replayed"] and open_index(str(work / "index")).manifest["version"] == version
+assert again["replayed"] and again["index"]["version"] == version
 print("replayed; index version still", version)
 
 # COMMAND ----------
@@ -82,7 +80,7 @@ print("replayed; index version still", version)
 
 # COMMAND ----------
 # %%
-api.export(spark, str(work / "index"), str(work / "export"))
+export(spark, str(work / "index"), str(work / "export"))
 rows.to_parquet(work / "all.parquet", coerce_timestamps="us")
 run(spark, Config().with_overrides(
     {"input.path": str(work / "all.parquet"), "output.path": str(work / "full"), "output.mode": "overwrite"}

@@ -269,3 +269,20 @@ def test_no_two_modules_import_each_other():
         if node not in state:
             visit(node, [node])
     assert cycles == []
+
+
+def test_notebooks_use_public_names_only():
+    # The notebooks are what users copy: they import `neardup_spark`'s public names, never a module under it.
+    import neardup_spark
+
+    bad = []
+    for path in sorted((PACKAGE.parent / "notebooks").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("neardup_spark"):
+                names = [a.name for a in node.names]
+                if node.module != "neardup_spark" or not set(names) <= set(neardup_spark.__all__):
+                    bad.append(f"{path.name}:{node.lineno}: from {node.module} import {', '.join(names)}")
+            elif isinstance(node, ast.Import):
+                bad += [f"{path.name}:{node.lineno}: import {a.name}" for a in node.names
+                        if a.name.startswith("neardup_spark")]
+    assert bad == []

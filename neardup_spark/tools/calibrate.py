@@ -363,16 +363,19 @@ def score_labels(labelled: pd.DataFrame, step: float = 0.05) -> dict:
 # -- output -----------------------------------------------------------------------------------------------------
 
 
-def write_plots(result: Calibration, directory: str) -> list:
-    """S-curve of the recommended (b, r) and the random-pair Jaccard histogram, as PNG files."""
+def write_plots(result: Calibration, directory: str, threshold: float | None = None, verified=()) -> list:
+    """S-curve of the recommended (b, r) and the random-pair Jaccard histogram (with the
+    `verified` pairs' Jaccards beside them, if given), as PNG files; the histogram marks
+    `threshold` (default: the recommended one)."""
     from neardup_spark.tools import plots
 
     rep = result.report
     marks = {k: rep[k] for k in ("p99", "p99_9")}
     return [
         plots.s_curve(rep["bands"], rep["rows"], rep["recommended_threshold"], f"{directory}/s_curve.png"),
-        plots.jaccard_histogram(result.jaccards, [], f"{directory}/jaccard_random_pairs.png",
-                                threshold=rep["recommended_threshold"], percentiles=marks),
+        plots.jaccard_histogram(result.jaccards, list(verified), f"{directory}/jaccard_random_pairs.png",
+                                threshold=rep["recommended_threshold"] if threshold is None else threshold,
+                                percentiles=marks),
     ]
 
 
