@@ -52,10 +52,6 @@ class Night:
     def cfg(self) -> Config:
         return self.plan.cfg
 
-    @property
-    def counts(self) -> dict:
-        return self.run.counts
-
     def with_index(self, idx: ix.Index) -> "Night":
         return dataclasses.replace(self, idx=idx)
 
