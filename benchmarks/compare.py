@@ -91,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(pair)
     summary = {
         "docs": args.docs, "master": args.master, "threshold": args.threshold, "pairs": rows,
-        "median_old_seconds": statistics.median(r["old"]["wall_seconds"] for r in rows),
-        "median_new_seconds": statistics.median(r["new"]["wall_seconds"] for r in rows),
-        "median_ratio_new_to_old": statistics.median(r["ratio_new_to_old"] for r in rows),
+        "median_old_seconds": round(statistics.median(r["old"]["wall_seconds"] for r in rows), 3),
+        "median_new_seconds": round(statistics.median(r["new"]["wall_seconds"] for r in rows), 3),
+        "median_ratio_new_to_old": round(statistics.median(r["ratio_new_to_old"] for r in rows), 4),
         "old": str(trees["old"]), "new": str(trees["new"]),
         "old_config": configs["old"], "new_config": configs["new"],
     }
