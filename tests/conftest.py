@@ -39,6 +39,14 @@ def _class_cache_in_tmp(tmp_path_factory):
     os.environ["NEARDUP_CACHE_DIR"] = str(tmp_path_factory.mktemp("neardup-cache"))
 
 
+# The tests' data is tiny and their queries many: compiling each query to Java (whole-stage
+# codegen) and HotSpot's optimising compiler (C2) cost more CPU than they save, about a
+# third of the suite's time on 2 cores. Results do not depend on either: Spark runs its own
+# tests both ways. NEARDUP_TEST_CODEGEN=1 keeps codegen on (CI's pyspark 3.5 leg sets it,
+# so the golden outputs and every stage are also checked as production runs them).
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from neardup_spark.config import SparkConfig
@@ -51,6 +59,8 @@ def spark(tmp_path_factory):
         "spark.driver.memory": "6g",
         "spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("warehouse")),
     }
+    if not os.environ.get("NEARDUP_TEST_CODEGEN"):
+        conf.update(INTERPRETED)
     jars = [jar for jar in (GRAPHFRAMES_JAR, ICEBERG_JAR) if jar]
     if jars:
         conf["spark.jars"] = ",".join(jars)
@@ -59,7 +69,7 @@ def spark(tmp_path_factory):
         conf[f"spark.sql.catalog.{ICEBERG_CATALOG}.type"] = "hadoop"
         conf[f"spark.sql.catalog.{ICEBERG_CATALOG}.warehouse"] = str(tmp_path_factory.mktemp("iceberg"))
     session = build_session(
-        SparkConfig(master="local[2]", app_name="neardup-tests", shuffle_partitions=4, conf=conf),
+        SparkConfig(master="local[2]", app_name="neardup-tests", shuffle_partitions=4, conf=conf, jit="c1"),
         checkpoint_dir=str(tmp_path_factory.mktemp("checkpoints")),
     )
     yield session
