@@ -171,26 +171,6 @@ def test_generate_in_shards(tmp_path, capsys):
     assert "cannot make 3 shards" in capsys.readouterr().err
 
 
-@pytest.mark.process
-def test_spark_submit_on_a_local_cluster(tmp_path):
-    """Separate executor JVMs and Python workers: closures and UDFs must serialise."""
-    spark_submit = Path(sys.executable).parent / "spark-submit"
-    if not spark_submit.exists():
-        pytest.skip("spark-submit is not installed beside this interpreter")
-    out = tmp_path / "out"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    proc = subprocess.run(
-        [str(spark_submit), "--master", "local-cluster[2,1,1024]", "--conf", "spark.ui.enabled=false",
-         str(ROOT / "jobs" / "neardup_job.py"), "run", "--input", SAMPLE, "--output", str(out), *COMMON],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    clusters = pd.read_parquet(out / "clusters")
-    assert len(clusters) == 1000 and clusters.doc_id.is_unique
-    report = json.loads((out / "report.json").read_text())
-    assert report["counts"]["removed"] == int((~clusters.is_keeper).sum()) > 0
-
-
 def test_table_input(spark, tmp_path, capsys):
     spark.read.json(SAMPLE).limit(200).write.mode("overwrite").saveAsTable("neardup_sample")
     out = tmp_path / "out"
@@ -322,42 +302,6 @@ def test_a_backend_that_cannot_run_is_refused_before_work(spark, tmp_path, capsy
     err = capsys.readouterr().err
     assert rc == 2 and "graphframes" in err and err.count("\n") == 1
     assert not (tmp_path / "o" / "clusters").exists()
-
-
-@pytest.mark.process
-def test_library_call_run_and_a_night_under_spark_connect(spark, tmp_path):
-    """Databricks serverless and shared clusters run Spark Connect: no sparkContext, no RDDs.
-    deduplicate() on a DataFrame, run(), and a nightly build, append and export, through a
-    local Connect server: the clusters of a classic session."""
-    pytest.importorskip("grpc", reason="Spark Connect client needs grpcio (test extra 'connect')")
-    import pyspark
-
-    if int(pyspark.__version__.split(".")[0]) < 4:
-        pytest.skip("local Spark Connect servers from the pip package need pyspark 4")
-    batches = oracles.split_into_nights(pd.read_json(SAMPLE, lines=True), tmp_path, seed=3, nights=2)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "scripts" / "connect_nightly.py"), str(tmp_path),
-                           *batches], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
-    from neardup_spark import Config, deduplicate
-    from neardup_spark.api import run
-
-    library = deduplicate(spark.read.json(SAMPLE), Config())
-    assert got["counts"] == library.report["counts"]
-    assert got["statuses"] == {r["status"]: r["count"] for r in library.clusters.groupBy("status").count().collect()}
-    library.unpersist()
-    run(spark, Config().with_overrides({"input.path": SAMPLE, "input.format": "jsonl",
-                                        "output.path": str(tmp_path / "classic")}))
-    classic = pd.read_parquet(tmp_path / "classic" / "clusters").sort_values("doc_id").reset_index(drop=True)
-    got_full = pd.read_parquet(tmp_path / "full" / "clusters")[list(classic.columns)]
-    assert got_full.sort_values("doc_id").reset_index(drop=True).equals(classic)
-    # The nightly index names a cluster by its archived id (see README), so compare groups and keepers.
-    exported = pd.read_parquet(tmp_path / "export" / "clusters").sort_values("doc_id").reset_index(drop=True)
-    groups = lambda f: sorted(sorted(ids) for ids in f.groupby("cluster_id").doc_id.apply(list))  # noqa: E731
-    assert groups(exported) == groups(classic)
-    assert exported[["doc_id", "keeper_id", "status"]].equals(classic[["doc_id", "keeper_id", "status"]])
-    assert got["full_counts"]["documents"] == 1000
 
 
 @pytest.mark.process

@@ -6,6 +6,7 @@ written on a session that shipped the package as docs/deploying.md says."""
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -24,6 +25,12 @@ pytestmark = pytest.mark.process  # every test here starts Spark in processes of
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = str(api.SAMPLE)
+
+
+def readme_library_example() -> str:
+    """The code block under the README's "As a library"."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.search(r"## As a library\s+```python\n(.*?)```", text, re.S).group(1)
 
 
 def _free_port() -> int:
@@ -51,7 +58,8 @@ def server(tmp_path_factory):
     log = open(work / "server.log", "w")
     proc = subprocess.Popen(
         [str(home / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-         "--master", "local[2]", "--driver-memory", "2g", "--conf", f"spark.connect.grpc.binding.port={port}",
+         "--master", "local[2]", "--driver-memory", "2g", "--driver-java-options", "-XX:TieredStopAtLevel=1",
+         "--conf", f"spark.connect.grpc.binding.port={port}",
          "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
          "--conf", f"spark.sql.warehouse.dir={work / 'warehouse'}"],
         cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -146,8 +154,18 @@ def test_nightly_tables_and_calibrate_through_the_server(spark, server, client_o
     for argv in steps:
         proc = _cli(url, argv, tmp_path, client_only)
         assert proc.returncode == 0, (argv, proc.stderr[-3000:])
-    exported = pd.read_parquet(tmp_path / "export" / "clusters")
-    assert sorted(exported.doc_id) == sorted(pd.concat([pd.read_json(p, lines=True) for p in paths[:2]]).id)
+    # The export is the clusters of one classic run over both nights' documents (the index names
+    # a cluster by its archived id: compare groups, keepers and statuses).
+    both = tmp_path / "both.jsonl"
+    pd.concat([pd.read_json(p, lines=True) for p in paths[:2]]).to_json(both, orient="records", lines=True,
+                                                                         date_format="iso")
+    run(spark, Config().with_overrides({"input.path": str(both), "input.format": "jsonl",
+                                        "output.path": str(tmp_path / "classic")}))
+    classic = pd.read_parquet(tmp_path / "classic" / "clusters").sort_values("doc_id").reset_index(drop=True)
+    exported = pd.read_parquet(tmp_path / "export" / "clusters").sort_values("doc_id").reset_index(drop=True)
+    groups = lambda f: sorted(sorted(ids) for ids in f.groupby("cluster_id").doc_id.apply(list))  # noqa: E731
+    assert groups(exported) == groups(classic)
+    assert exported[["doc_id", "keeper_id", "status"]].equals(classic[["doc_id", "keeper_id", "status"]])
     # The night's tables are in the server's catalog (its warehouse directory, as Parquet).
     report = json.loads((tmp_path / "night1" / "report.json").read_text())
     assert report["tables"] == {"clusters": "nd_connect_night1_clusters", "pairs": "nd_connect_night1_pairs"}
@@ -172,10 +190,23 @@ def test_nightly_tables_and_calibrate_through_the_server(spark, server, client_o
     assert abs(remote["noise_p99"] - classic["noise_p99"]) < 0.02
 
 
-def test_the_readme_library_example_runs_on_the_server(server, client_only):
-    """The README's `deduplicate` example, from the Connect-only client."""
+def test_the_readme_library_example_runs_on_the_server(spark, server, client_only):
+    """The README's `deduplicate` example, from the Connect-only client: the counts and keepers
+    of the same example on a classic session."""
     url, work = server
     proc = _client([str(ROOT / "tests" / "scripts" / "connect_client.py"), url, "readme"], work, client_only)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["counts"]["documents"] == 1000 and 0 < got["keepers"] == got["counts"]["clusters"] < 1000
+    spark.sql("CREATE DATABASE IF NOT EXISTS news")
+    (spark.read.json(SAMPLE).withColumnRenamed("id", "url").withColumnRenamed("text", "body")
+     .write.mode("overwrite").saveAsTable("news.articles"))
+    scope = {"spark": spark}
+    exec(compile(readme_library_example(), "README.md", "exec"), scope)  # noqa: S102 - the README's own example
+    classic = scope["result"]
+    try:
+        assert got["counts"] == json.loads(json.dumps(dict(classic.report["counts"])))
+        assert got["keeper_ids"] == sorted(r["url"] for r in classic.deduplicated.select("url").collect())
+    finally:
+        classic.unpersist()
+        spark.sql("DROP DATABASE news CASCADE")

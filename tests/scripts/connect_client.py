@@ -39,5 +39,6 @@ elif case == "readme":
     scope = {"spark": spark}
     exec(compile(block, "README.md", "exec"), scope)  # noqa: S102 - the README's own example
     result = scope["result"]
-    print(json.dumps({"counts": dict(result.report["counts"]), "keepers": result.deduplicated.count()}))
+    keepers = sorted(r["url"] for r in result.deduplicated.select("url").collect())
+    print(json.dumps({"counts": dict(result.report["counts"]), "keepers": len(keepers), "keeper_ids": keepers}))
 spark.stop()
