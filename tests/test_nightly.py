@@ -47,6 +47,27 @@ def batches(tmp_path_factory):
     return work, rows, oracles.split_into_nights(rows, work, seed=1)
 
 
+@pytest.fixture(scope="module")
+def archived(spark, batches):
+    """Batch 0 built into an index once per way of naming it (a path, or a file:// URI: an index
+    built at a URI keeps another layout); a test that starts from it takes a copy (_copy_of)."""
+    work, rows, paths = batches
+    built = {}
+
+    def at(where: str) -> Path:
+        if where not in built:
+            built[where] = work / f"archived-{where}"
+            api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": _at(built[where], where)}))
+        return built[where]
+    return at
+
+
+def _copy_of(archived, to: Path, where: str = "path") -> str:
+    """A copy of the archived index (see `archived`) at `to`, named as `where` says (see _at)."""
+    shutil.copytree(archived(where), to)
+    return _at(to, where)
+
+
 def _cfg(**more) -> Config:
     base = {"input.format": "jsonl", "output.mode": "overwrite"}
     return Config().with_overrides({**base, **more})
@@ -151,7 +172,7 @@ def test_an_index_s_band_rows_by_range_are_all_its_band_rows(spark, appended):
 
 
 @pytest.mark.compat
-def test_band_rows_probed_by_range_give_the_same_night(spark, batches, appended, monkeypatch):
+def test_band_rows_probed_by_range_give_the_same_night(spark, batches, archived, appended, monkeypatch):
     # An archive treated as large (RANGED_BAND_ROWS = 0) with one-row probe tables is probed
     # in sixteen groups of ranges: the same joined rows (each archived key met once, in its
     # range's table), and the same candidates, pairs and assignments as one table.
@@ -176,8 +197,7 @@ def test_band_rows_probed_by_range_give_the_same_night(spark, batches, appended,
     assert len(one) > 0
     pd.testing.assert_frame_equal(ranged[key].sort_values(key, ignore_index=True),
                                   one[key].sort_values(key, ignore_index=True))
-    index = str(work / "index-ranged")
-    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    index = _copy_of(archived, work / "index-ranged")
     for k in (1, 2):
         got = run(spark, _cfg(**{"input.path": paths[k], "index.path": index, "index.append": True,
                                  "output.path": str(work / f"rout{k}")}))
@@ -335,12 +355,11 @@ def test_a_batch_of_known_documents_inserts_nothing(spark, appended):
     assert (out.set_index("doc_id").cluster_id == exported.cluster_id.reindex(out.doc_id)).all()
 
 
-def test_a_batch_that_adds_no_band_rows_leaves_an_index_the_next_batch_reads(spark, batches, tmp_path):
+def test_a_batch_that_adds_no_band_rows_leaves_an_index_the_next_batch_reads(spark, batches, archived, tmp_path):
     # Exact copies of archived texts under new ids: every newcomer matches exactly, so the
     # part's band table gets no rows (a partitioned write leaves only _SUCCESS).
     work, rows, paths = batches
-    index = str(tmp_path / "index")
-    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    index = _copy_of(archived, tmp_path / "index")
     copies = pd.read_json(paths[0], lines=True).head(5)
     copies = copies.assign(id=[10**9 + i for i in range(len(copies))])
     path = tmp_path / "copies.jsonl"
@@ -416,10 +435,9 @@ def _at(path: Path, where: str) -> str:
 
 @pytest.mark.parametrize("stage,where", [("after_match", "path"), ("before_manifest", "uri")])
 @pytest.mark.process
-def test_a_run_killed_between_stages_leaves_a_readable_index(spark, batches, tmp_path, stage, where):
+def test_a_run_killed_between_stages_leaves_a_readable_index(spark, batches, archived, tmp_path, stage, where):
     work, rows, paths = batches
-    index = _at(tmp_path / "index", where)
-    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    index = _copy_of(archived, tmp_path / "index", where)
     before = open_index(index).manifest
     killed = _cli(["run", "--input", paths[1], "--format", "jsonl", "--index", index, "--append",
                    "--output", str(tmp_path / "killed"), "--quiet", *SPARK], kill_at=stage)
@@ -466,10 +484,9 @@ def _assert_index_is_a_full_run(spark, index: str, rows: pd.DataFrame, tmp_path:
     assert (merged.keeper_id_inc == merged.keeper_id_full).all() and (merged.status_inc == merged.status_full).all()
 
 
-def test_replace_reclusters_without_the_old_text(spark, batches, tmp_path):
+def test_replace_reclusters_without_the_old_text(spark, batches, archived, tmp_path):
     work, rows, paths = batches
-    index = str(tmp_path / "index")
-    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    index = _copy_of(archived, tmp_path / "index")
     api.export(spark, index, str(tmp_path / "before"))
     before = pd.read_parquet(tmp_path / "before" / "clusters")
     archive = pd.read_json(paths[0], lines=True)
@@ -536,23 +553,27 @@ def test_a_replayed_half_and_a_new_half_list_each_document_once(spark, tmp_path)
         assert (mine[col] == now[col].reindex(mine.index)).all(), col
 
 
-@pytest.mark.parametrize("stage,where", [("after_manifest", "path"), ("publish:pairs", "path"),
-                                         ("after_version", "uri"), ("publish:clusters", "uri")])
+@pytest.mark.parametrize("where,stages", [("path", ("after_manifest", "publish:pairs")),
+                                          ("uri", ("after_version", "publish:clusters"))])
 @pytest.mark.process
-def test_a_batch_killed_after_its_commit_is_repaired_by_its_rerun(spark, batches, tmp_path, stage, where):
-    """The index says the batch landed: its re-run (no --overwrite) re-emits the output whole."""
+def test_a_batch_killed_after_its_commit_is_repaired_by_its_rerun(spark, batches, archived, tmp_path, where,
+                                                                   stages):
+    """The index says the batch landed: its re-run (no --overwrite) re-emits the output whole,
+    and so does the re-run after a re-run killed while publishing."""
     work, rows, paths = batches
-    index, out = _at(tmp_path / "index", where), tmp_path / "out"
-    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    index, out = _copy_of(archived, tmp_path / "index", where), tmp_path / "out"
     argv = ["run", "--input", paths[1], "--format", "jsonl", "--index", index, "--append",
             "--output", _at(out, where), "--quiet", *SPARK]
-    killed = _cli(argv, kill_at=stage)
-    assert killed.returncode == 137, killed.stderr[-2000:]
-    landed = open_index(index).manifest
-    assert not (out / "report.json").exists()
-    for table in ("clusters", "pairs"):  # a table is there whole, or not at all
-        if (out / table).exists():
-            pd.read_parquet(out / table)
+    landed = None
+    for stage in stages:
+        killed = _cli(argv, kill_at=stage)
+        assert killed.returncode == 137, (stage, killed.stderr[-2000:])
+        landed = landed or open_index(index).manifest
+        assert open_index(index).manifest == landed  # committed by the first run, once
+        assert not (out / "report.json").exists()
+        for table in ("clusters", "pairs"):  # a table is there whole, or not at all
+            if (out / table).exists():
+                pd.read_parquet(out / table)
     again = _cli(argv)
     assert again.returncode == 0, again.stderr[-2000:]
     assert open_index(index).manifest == landed  # applied once
@@ -568,12 +589,11 @@ def test_a_batch_killed_after_its_commit_is_repaired_by_its_rerun(spark, batches
 
 
 @pytest.mark.process
-def test_two_appends_at_once_one_lands_one_refuses(spark, batches, tmp_path):
+def test_two_appends_at_once_one_lands_one_refuses(spark, batches, archived, tmp_path):
     """Two nightly jobs on one index (a file:// URI): the first holds just before its commit
     while the second lands; the first then refuses with nothing changed, and its re-run lands."""
     work, rows, paths = batches
-    index = _at(tmp_path / "index", "uri")
-    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    index = _copy_of(archived, tmp_path / "index", "uri")
     hold = tmp_path / "hold"
 
     def argv(k: int) -> list[str]:
@@ -643,10 +663,10 @@ def test_a_run_killed_while_replacing_an_output_never_shows_two_runs(spark, batc
     assert not [p.name for p in out.iterdir() if p.name.startswith("_neardup")]
 
 
-def test_a_listed_part_that_is_gone_is_named_not_blamed_on_storage(spark, batches, tmp_path):
+def test_a_listed_part_that_is_gone_is_named_not_blamed_on_storage(spark, batches, archived, tmp_path):
     work, rows, paths = batches
     index = tmp_path / "index"
-    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": str(index)}))
+    _copy_of(archived, index)
     run(spark, _cfg(**{"input.path": paths[1], "index.path": str(index), "index.append": True,
                        "output.path": str(tmp_path / "night")}))
     gone = open_index(str(index)).parts[0]
@@ -660,7 +680,7 @@ def test_a_listed_part_that_is_gone_is_named_not_blamed_on_storage(spark, batche
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_replacing_random_documents_equals_a_full_run(spark, batches, tmp_path, seed):
+def test_replacing_random_documents_equals_a_full_run(spark, batches, archived, tmp_path, seed):
     """Replaced documents drawn at random, half of them with exact copies in the archive: the
     index afterwards clusters (keepers and statuses too) as one full run over the final texts."""
     work, rows, paths = batches
@@ -673,8 +693,7 @@ def test_replacing_random_documents_equals_a_full_run(spark, batches, tmp_path, 
     donors = rng.choice(archive.id[~archive.id.isin(picked)], len(picked), replace=False)
     text_of = archive.set_index("id").text
     new_text = {int(i): f"{text_of[d]} follow-up {n}" for n, (i, d) in enumerate(zip(sorted(picked), donors))}
-    index = str(tmp_path / "index")
-    api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
+    index = _copy_of(archived, tmp_path / "index")
     batch = archive[archive.id.isin(picked)].assign(text=lambda f: f.id.map(new_text))
     batch.to_json(tmp_path / "replace.jsonl", orient="records", lines=True, date_format="iso")
     run(spark, _cfg(**{"input.path": str(tmp_path / "replace.jsonl"), "index.path": index, "index.append": True,
