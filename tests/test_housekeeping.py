@@ -39,14 +39,22 @@ def nights(tmp_path_factory):
     return work, rows, oracles.split_into_nights(rows, work, seed=2)
 
 
-@pytest.fixture()
-def two_nights(spark, nights, tmp_path):
-    """An index built from night 0 with night 1 appended: two parts."""
-    _, rows, paths = nights
-    index = str(tmp_path / "index")
+@pytest.fixture(scope="module")
+def two_nights_built(spark, nights) -> Path:
+    """An index built from night 0 with night 1 appended (two parts), and night 1's output."""
+    work, rows, paths = nights
+    index = str(work / "two-nights" / "index")
     api.build_index(spark, _cfg(**{"input.path": paths[0], "index.path": index}))
-    _append(spark, index, paths[1], tmp_path / "out1")
-    return index
+    _append(spark, index, paths[1], work / "two-nights" / "out1")
+    return work / "two-nights"
+
+
+@pytest.fixture()
+def two_nights(two_nights_built, tmp_path) -> str:
+    """A copy of two_nights_built's index (and night 1's output, out1) for one test."""
+    for name in ("index", "out1"):
+        shutil.copytree(two_nights_built / name, tmp_path / name)
+    return str(tmp_path / "index")
 
 
 def test_compaction_keeps_the_assignments_and_the_next_batch_lands_as_in_a_full_run(spark, nights, two_nights,
