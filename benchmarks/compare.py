@@ -29,7 +29,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 def _corpus(docs: int, cache: Path) -> Path:
     path = cache / f"corpus-{docs}"
     if not (path / "_DONE").exists():
-        from neardup_spark.tools.corpus import CorpusSpec, write
+        from neardup_spark.tools.corpus import CorpusSpec
+        from neardup_spark.tools.corpus_files import write
 
         write(CorpusSpec(n_docs=docs, seed=7), path, "parquet")
         (path / "_DONE").write_text("")

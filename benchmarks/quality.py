@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from benchmarks import machine, save
-from neardup_spark.tools import corpus
+from neardup_spark.tools import corpus, corpus_files
 from neardup_spark.config import Config
 from neardup_spark.tools.evaluate import pair_scores, recall_by_edit
 from neardup_spark.api import run
@@ -47,7 +47,7 @@ def main(argv=None) -> dict:
 
     work = Path(tempfile.mkdtemp(prefix="neardup-quality-"))
     t0 = time.perf_counter()
-    corpus.write(corpus.CorpusSpec(n_docs=args.docs, seed=args.seed), work / "corpus", "parquet")
+    corpus_files.write(corpus.CorpusSpec(n_docs=args.docs, seed=args.seed), work / "corpus", "parquet")
     gen_s = time.perf_counter() - t0
     cfg = Config().with_overrides(
         {

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from benchmarks import machine, save, sparklog
-from neardup_spark.tools import corpus
+from neardup_spark.tools import corpus, corpus_files
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results"
@@ -49,16 +49,16 @@ def corpus_path(work: Path, docs: int, seed: int) -> Path:
 def corpus_dir(work: Path, docs: int, seed: int) -> Path:
     """The seeded corpus of `docs` documents under work, generated once. Up to 1.5M
     documents it is one `corpus.generate` stream; larger ones are written in shards of
-    about SHARD_DOCS (`corpus.write_sharded`, both cores, restartable), so a 10M corpus
+    about SHARD_DOCS (`corpus_files.write_sharded`, both cores, restartable), so a 10M corpus
     is ten 1M-like pieces sharing one vocabulary and one set of footers."""
     shards = shards_of(docs)
     path = corpus_path(work, docs, seed)
     if not (path / "_DONE").exists():
         spec = corpus.CorpusSpec(n_docs=docs, seed=seed)
         if shards == 1:
-            corpus.write(spec, path, "parquet")
+            corpus_files.write(spec, path, "parquet")
         else:
-            corpus.write_sharded(spec, path, shards, workers=min(shards, os.cpu_count() or 1),
+            corpus_files.write_sharded(spec, path, shards, workers=min(shards, os.cpu_count() or 1),
                                  log=lambda line: print(f"{path.name}: {line}", flush=True))
         (path / "_DONE").write_text("")
     return path

@@ -39,7 +39,7 @@ import pandas as pd
 from benchmarks import machine, save
 from benchmarks.scale import corpus_dir as scale_corpus_dir
 from benchmarks.scale import run_once
-from neardup_spark.tools import corpus
+from neardup_spark.tools import corpus, corpus_files
 from neardup_spark.tools.evaluate import pair_scores, recall_by_edit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,7 +63,7 @@ def corpus_path(work: Path, name: str, spec: corpus.CorpusSpec) -> tuple[Path, f
     if path.exists():
         for f in path.iterdir():
             f.unlink()
-    corpus.write(spec, path, "parquet")
+    corpus_files.write(spec, path, "parquet")
     spec_file.write_text(want)
     done.write_text("")
     return path, round(time.perf_counter() - start, 2)

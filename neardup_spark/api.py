@@ -54,6 +54,7 @@ from neardup_spark.stages.write import (check_output_free, check_table_output, i
                                         result_tables, write_outputs)
 from neardup_spark.tools import calibrate as _calibrate
 from neardup_spark.tools import corpus as _corpus
+from neardup_spark.tools import corpus_files as _corpus_files
 from neardup_spark.tools import evaluate as _evaluate
 from neardup_spark.tools import figures
 from neardup_spark.tools import inspect as _inspect
@@ -508,8 +509,8 @@ def generate(output: str, docs: int = 10_000, *, fmt: str = "parquet", seed: int
         raise NeardupError(f"generate: {e}") from None
     try:
         if shards == 1 and workers == 1:
-            return str(_corpus.write(spec, output, fmt))
-        return str(_corpus.write_sharded(spec, output, shards, fmt, workers,
+            return str(_corpus_files.write(spec, output, fmt))
+        return str(_corpus_files.write_sharded(spec, output, shards, fmt, workers,
                                          log=log or (lambda line: print(line, file=sys.stderr, flush=True))))
     except ValueError as e:
         raise NeardupError(str(e)) from None

@@ -10,7 +10,7 @@ import pytest
 
 from neardup_spark import Config, api, cli
 from neardup_spark.tools import calibrate
-from neardup_spark.tools import corpus
+from neardup_spark.tools import corpus, corpus_files
 from neardup_spark.errors import InputError
 from neardup_spark.kernels.lsh import candidate_probability, catching, choose_bands_rows
 
@@ -107,7 +107,7 @@ def test_score_labels_weights_strata_and_finds_the_flip():
 def site_corpus(tmp_path_factory):
     path = tmp_path_factory.mktemp("site") / "corpus"
     spec = corpus.CorpusSpec(n_docs=1500, seed=3, boilerplate_share=0.45, footer_share=1.0, words=200)
-    corpus.write(spec, path, "parquet")
+    corpus_files.write(spec, path, "parquet")
     return str(path)
 
 

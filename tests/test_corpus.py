@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neardup_spark.tools import corpus
+from neardup_spark.tools import corpus, corpus_files
 from neardup_spark.kernels.normalise import normalise_text
 
 from .test_hashing import py_shingles
@@ -202,8 +202,8 @@ def _read_dir(path: Path) -> list[dict]:
 
 def test_sharded_corpus_is_one_corpus(tmp_path):
     spec = corpus.CorpusSpec(n_docs=1001, seed=4, footer_share=0.5)
-    one = corpus.write_sharded(spec, tmp_path / "serial", shards=3, rows_per_file=200)
-    two = corpus.write_sharded(spec, tmp_path / "pool", shards=3, workers=2, rows_per_file=200)
+    one = corpus_files.write_sharded(spec, tmp_path / "serial", shards=3, rows_per_file=200)
+    two = corpus_files.write_sharded(spec, tmp_path / "pool", shards=3, workers=2, rows_per_file=200)
     rows = _read_dir(one)
     assert rows == _read_dir(two)  # the same corpus whatever the workers
     assert [r["id"] for r in rows] == list(range(1, 1002))
@@ -222,7 +222,7 @@ def test_sharded_corpus_is_one_corpus(tmp_path):
 
 def test_sharded_corpus_resumes(tmp_path):
     spec = corpus.CorpusSpec(n_docs=600, seed=2)
-    path = corpus.write_sharded(spec, tmp_path / "c", shards=3, rows_per_file=150)
+    path = corpus_files.write_sharded(spec, tmp_path / "c", shards=3, rows_per_file=150)
     want = _read_dir(path)
     # a run killed while writing shard 1: its marker and a moved file gone, a half-written scratch dir left
     (path / "_shard-1.done").unlink()
@@ -230,40 +230,40 @@ def test_sharded_corpus_resumes(tmp_path):
     (path / ".shard-1").mkdir()
     (path / ".shard-1" / "part-0001-00000.parquet").write_bytes(b"partial")
     before = {p.name: p.stat().st_mtime_ns for p in path.glob("part-0000-*")}
-    corpus.write_sharded(spec, path, shards=3, rows_per_file=150)
+    corpus_files.write_sharded(spec, path, shards=3, rows_per_file=150)
     assert _read_dir(path) == want
     assert {p.name: p.stat().st_mtime_ns for p in path.glob("part-0000-*")} == before  # finished shards kept
     assert not (path / ".shard-1").exists()
     # killed after moving its files in but before the marker, with a file the new attempt will not write
     (path / "_shard-2.done").unlink()
     (path / "part-0002-00099.parquet").write_bytes((path / "part-0002-00000.parquet").read_bytes())
-    corpus.write_sharded(spec, path, shards=3, rows_per_file=150)
+    corpus_files.write_sharded(spec, path, shards=3, rows_per_file=150)
     assert _read_dir(path) == want
 
 
 def test_sharded_corpus_refuses_to_mix(tmp_path):
     spec = corpus.CorpusSpec(n_docs=300, seed=2)
-    path = corpus.write_sharded(spec, tmp_path / "c", shards=3, rows_per_file=150)
+    path = corpus_files.write_sharded(spec, tmp_path / "c", shards=3, rows_per_file=150)
     (path / "_shard-2.done").unlink()  # unfinished: a resume with other settings would mix two corpora
     for other in ({"shards": 2}, {"shards": 3, "rows_per_file": 100}, {"shards": 3, "fmt": "jsonl"}):
         with pytest.raises(ValueError, match="other settings"):
-            corpus.write_sharded(spec, path, **other)
+            corpus_files.write_sharded(spec, path, **other)
     with pytest.raises(ValueError, match="other settings"):
-        corpus.write_sharded(corpus.CorpusSpec(n_docs=300, seed=3), path, shards=3, rows_per_file=150)
-    corpus.write(spec, tmp_path / "plain")
+        corpus_files.write_sharded(corpus.CorpusSpec(n_docs=300, seed=3), path, shards=3, rows_per_file=150)
+    corpus_files.write(spec, tmp_path / "plain")
     with pytest.raises(ValueError, match="not empty"):
-        corpus.write_sharded(spec, tmp_path / "plain", shards=3)
+        corpus_files.write_sharded(spec, tmp_path / "plain", shards=3)
 
 
 def test_sharded_corpus_rejects_bad_shapes(tmp_path):
     with pytest.raises(ValueError, match="shards"):
-        corpus.write_sharded(corpus.CorpusSpec(n_docs=10), tmp_path / "a", shards=0)
+        corpus_files.write_sharded(corpus.CorpusSpec(n_docs=10), tmp_path / "a", shards=0)
     with pytest.raises(ValueError, match="cannot make"):
-        corpus.write_sharded(corpus.CorpusSpec(n_docs=2), tmp_path / "b", shards=3)
+        corpus_files.write_sharded(corpus.CorpusSpec(n_docs=2), tmp_path / "b", shards=3)
     with pytest.raises(ValueError, match="shard must be"):
         list(corpus.generate(corpus.CorpusSpec(n_docs=10), shard=2, shards=2))
     with pytest.raises(ValueError, match="do not fit in shard 0"):
         list(corpus.generate(corpus.CorpusSpec(n_docs=300, big_clusters=(200,)), shard=0, shards=3))
     with pytest.raises(ValueError, match="do not fit in shard 0"):  # before any process starts
-        corpus.write_sharded(corpus.CorpusSpec(n_docs=300, big_clusters=(200,)), tmp_path / "c", shards=3, workers=2)
+        corpus_files.write_sharded(corpus.CorpusSpec(n_docs=300, big_clusters=(200,)), tmp_path / "c", shards=3, workers=2)
     assert not (tmp_path / "c").exists()

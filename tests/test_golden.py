@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from neardup_spark import Config, api
-from neardup_spark.tools import corpus
+from neardup_spark.tools import corpus, corpus_files
 from neardup_spark.api import run
 
 pytestmark = pytest.mark.compat  # also run on CI's pyspark 3.5 leg
@@ -74,7 +74,7 @@ def _cfg(**more) -> Config:
 @pytest.fixture(scope="module")
 def corpus10k(tmp_path_factory) -> str:
     path = tmp_path_factory.mktemp("golden") / "corpus"
-    corpus.write(corpus.CorpusSpec(n_docs=10_000, seed=11, footer_share=0.3), path, "parquet")
+    corpus_files.write(corpus.CorpusSpec(n_docs=10_000, seed=11, footer_share=0.3), path, "parquet")
     return str(path)
 
 
