@@ -9,6 +9,10 @@ class NeardupError(Exception):
     """Base class: the CLI prints these as one line and exits with status 2."""
 
 
+class IndexError_(NeardupError):
+    """The archive index is missing, damaged, or was built with other parameters."""
+
+
 class InputError(NeardupError):
     """The input is unreadable or does not have the promised shape."""
 

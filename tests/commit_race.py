@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing as mp
 
 from neardup_spark.archive import index as ix
+from neardup_spark.archive import versions
 
 
 def manifest(version: int, parts: list[str]) -> dict:
@@ -24,9 +25,9 @@ def _committer(make_store, where: str, me: int, rounds: int, barrier, results) -
         version = seen["version"]
         part = f"part-v{version + 1}-by{me}"
         try:
-            ix.commit(store, manifest(version + 1, [*seen["parts"], part]), expected_version=version)
+            versions.commit(store, manifest(version + 1, [*seen["parts"], part]), expected_version=version)
             won.append(part)
-        except ix.ConcurrentCommitError:
+        except versions.ConcurrentCommitError:
             pass
     results.put((me, won))
 
@@ -34,7 +35,7 @@ def _committer(make_store, where: str, me: int, rounds: int, barrier, results) -
 def race(make_store, where: str, committers: int, rounds: int) -> list[str]:
     """The parts whose commit reported success, in the order of their rounds' versions.
     `make_store(where)` (a module-level function) opens the Store in each process."""
-    ix.commit(make_store(where), manifest(1, ["part-v1"]), expected_version=0)
+    versions.commit(make_store(where), manifest(1, ["part-v1"]), expected_version=0)
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(committers), ctx.Queue()
     procs = [ctx.Process(target=_committer, args=(make_store, where, i, rounds, barrier, results))

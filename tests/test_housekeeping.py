@@ -12,7 +12,8 @@ import pytest
 from neardup_spark import api
 from neardup_spark.api import run
 from neardup_spark.archive import housekeeping, setfiles
-from neardup_spark.archive.index import ConcurrentCommitError, open_index
+from neardup_spark.archive.index import open_index
+from neardup_spark.archive.versions import ConcurrentCommitError
 
 from . import oracles
 from .test_nightly import SPARK, _assert_index_is_a_full_run, _cfg, _cli

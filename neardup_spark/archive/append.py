@@ -40,6 +40,7 @@ from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
 from neardup_spark.archive import index as ix
+from neardup_spark.archive import versions
 from neardup_spark.archive import scan, stars
 from neardup_spark.archive.assign import assign
 from neardup_spark.archive.night import (
@@ -349,13 +350,13 @@ def _write(night: Night, fingerprint: str, found: Matched, start: float) -> Repo
             ids = maybe_broadcast(table.select(C.NID, C.DOC_ID), counts["new_documents"])
             new_bands = found.banded.join(ids, C.NID).select(C.BUCKET, C.DOC_ID)
             sets = ix.sets_folder(idx.store, part, cfg.index.set_layout)
-            with ix.part_or_nothing(idx.store, part):
+            with versions.part_or_nothing(idx.store, part):
                 ix.write_part(part_dir, table.select(*doc_columns(plan)), new_bands, assigned,
                               outputs={"clusters": clusters, "pairs": pairs}, parallel=True, sets=sets)
                 kill_point("before_manifest")
                 manifest = ix.next_manifest(idx.manifest, plan, part, fingerprint,
                                             counts["new_documents"] - counts["replaced"], set_files=sets is not None)
-                ix.commit(idx.store, manifest, expected_version=version)
+                versions.commit(idx.store, manifest, expected_version=version)
             kill_point("after_manifest")
             tables = _copy_output(night, part, pub)
         report = run.report(

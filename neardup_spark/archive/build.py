@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
 from neardup_spark.archive import index as ix
+from neardup_spark.archive import versions
 from neardup_spark.archive.night import doc_columns, probe_writes, supported
 from neardup_spark.errors import NeardupError
 from neardup_spark.plan import Plan
@@ -91,7 +92,7 @@ def _write_build_part(spark: SparkSession, plan: Plan, store, pub: Publication |
                                     set_files=sets is not None)
         manifest["batches"] = {}
         kill_point("before_manifest")
-        ix.commit(store, manifest, expected_version=0)
+        versions.commit(store, manifest, expected_version=0)
     report = result.report.with_(stage_seconds=run.seconds,
                                  index={"path": cfg.index.path, "version": manifest["version"], "part": part},
                                  tables=tables, wall_seconds=round(time.perf_counter() - start, 3))

@@ -42,7 +42,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
-from neardup_spark.archive import index as ix, setfiles
+from neardup_spark.archive import index as ix, setfiles, versions
 from neardup_spark.errors import NeardupError
 from neardup_spark.runtime.filestore import LocalStore
 from neardup_spark.runtime.storage import kill_point
@@ -97,7 +97,7 @@ def compact(spark: SparkSession, path: str, set_layout: str = "auto") -> Compact
         if keys is None:  # stripping on, no line found: an empty table still says so
             keys = spark.createDataFrame([], "line_key long")
     stored = idx.pairs(spark)
-    with ix.part_or_nothing(idx.store, part):
+    with versions.part_or_nothing(idx.store, part):
         ix.write_part(idx.part_path(part), docs, idx.bands(spark), idx.assignments(spark),
                       outputs={"pairs": stored} if stored is not None else None, boilerplate=keys,
                       sets=sets)
@@ -111,7 +111,7 @@ def compact(spark: SparkSession, path: str, set_layout: str = "auto") -> Compact
             "parts": [part],
             "compacted": {"from_version": version, "parts": idx.parts},
         }
-        ix.commit(idx.store, manifest, expected_version=version)
+        versions.commit(idx.store, manifest, expected_version=version)
     return Compaction(version, version + 1, idx.parts, part, int(idx.manifest["documents"]))
 
 
@@ -206,13 +206,8 @@ def _unneeded(store, part: str, replaced_at: dict[str, float], version: int, cut
 def _replaced_at(store) -> dict[str, float]:
     """For each part a committed version listed and the newest does not: when the first version
     that no longer listed it was created (epoch seconds)."""
-    versions = []
-    for name in store.list(ix.VERSIONS):
-        m = ix._VERSION_FILE.match(name)
-        if m:
-            versions.append((int(m.group(1)), name))
-    versions.sort()
-    manifests = [json.loads(store.read_text(f"{ix.VERSIONS}/{name}") or "{}") for _, name in versions]
+    manifests = [json.loads(store.read_text(f"{versions.VERSIONS}/{name}") or "{}")
+                 for _, name in versions.committed(store)]
     out: dict[str, float] = {}
     for before, after in zip(manifests, manifests[1:]):
         gone = set(before.get("parts", [])) - set(after.get("parts", []))

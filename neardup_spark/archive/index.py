@@ -26,7 +26,7 @@ Layout (a local or mounted directory)::
 
 A document's current assignment is its row in the newest listed part that
 assigns it. Parts are written completely, under a fresh name, before any
-manifest names them. The commit is one create-if-absent step: the next
+manifest names them. The commit (`archive.versions`) is one create-if-absent step: the next
 version's `manifests/vNNNNN.json` is written whole to a temporary name and
 hard-linked into place, which fails if that version exists. Of two runs
 that commit the same version, exactly one lands; the other changes nothing
@@ -45,24 +45,21 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
 from neardup_spark.archive import setfiles
+from neardup_spark.archive.versions import MANIFEST, VERSIONS, newest
 from neardup_spark.config import Config, to_dict
-from neardup_spark.errors import NeardupError
+from neardup_spark.errors import IndexError_
 from neardup_spark.plan import Plan, resolve
 from neardup_spark.runtime.filestore import LocalStore, Store, store_for
 from neardup_spark.runtime.parallel import run_all
-from neardup_spark.runtime.storage import kill_point
 from neardup_spark.stages.write import parquet_writes
 from neardup_spark.version import __version__
 
@@ -73,9 +70,6 @@ from neardup_spark.version import __version__
 # that read 2.
 FORMAT = 3
 READABLE_FORMATS = (1, 2, 3)
-MANIFEST = "manifest.json"
-VERSIONS = "manifests"
-_VERSION_FILE = re.compile(r"^v(\d{5,})\.json$")
 TEXT_DIGEST = C.TEXT_DIGEST
 PART = "_part"  # the part's position in the manifest, for "newest assignment wins"
 BUCKET_RANGE = "bucket_range"
@@ -121,10 +115,6 @@ def range_groups(archive_rows: int, batch_rows: int) -> list[tuple[int, ...]]:
             groups *= 2
     size = RANGES // groups
     return [tuple(range(g * size, (g + 1) * size)) for g in range(groups)]
-
-
-class IndexError_(NeardupError):
-    """The index is missing, damaged, or was built with other parameters."""
 
 
 def params_of(plan: Plan) -> dict:
@@ -362,48 +352,13 @@ def open_index(path: str, spark: SparkSession | None = None) -> Index:
 def open_index_store(store: Store, path: str | None = None) -> Index:
     """`open_index` of a Store."""
     path = path or store.uri
-    manifest = _newest(store)
+    manifest = newest(store)
     if manifest is None:
         raise IndexError_(f"no index at {path!r} (no {VERSIONS}/ or {MANIFEST}); build one with `neardup index build`")
     if manifest.get("format") not in READABLE_FORMATS:
         raise IndexError_(f"index {path!r} has format {manifest.get('format')!r}; this version reads "
                           f"{', '.join(map(str, READABLE_FORMATS))}")
     return Index(store, manifest)
-
-
-def _newest(store: Store) -> dict | None:
-    """The newest committed manifest: the highest version in manifests/ (every entry there is
-    whole: it was put there complete in one step), else a lone manifest.json (format 1)."""
-    versions = sorted((int(m.group(1)), n) for n in store.list(VERSIONS) if (m := _VERSION_FILE.match(n)))
-    if versions:
-        version, name = versions[-1]
-        rel = f"{VERSIONS}/{name}"
-        text = store.read_text(rel) or ""
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise IndexError_(f"{store.uri}/{rel} is not valid JSON ({len(text.encode())} bytes; {exc.msg} at "
-                              f"character {exc.pos}). Commits write a version whole, so it was damaged afterwards "
-                              f"(a partial copy or restore?). Nothing was changed. {_torn_hint(store, version)}") from None
-    text = store.read_text(MANIFEST)
-    return None if text is None else json.loads(text)
-
-
-def _torn_hint(store: Store, version: int) -> str:
-    """How to recover from a damaged newest version file, from what manifest.json still holds."""
-    try:
-        copy = json.loads(store.read_text(MANIFEST) or "")
-    except ValueError:
-        copy = None
-    if isinstance(copy, dict) and copy.get("version") == version:
-        return (f"{MANIFEST} beside it holds version {version} whole: copy it over that file to restore the index")
-    return (f"Restore that file from a backup; removing it opens version {version - 1} instead, without what "
-            f"version {version} added")
-
-
-def current_version(store: Store) -> int:
-    manifest = _newest(store)
-    return 0 if manifest is None else int(manifest["version"])
 
 
 def new_part_name(version: int) -> str:
@@ -453,62 +408,6 @@ def write_part(part_dir: str, docs: DataFrame | None, bands: DataFrame | None, a
     run_all(writes, parallel, assign.sparkSession)
 
 
-class ConcurrentCommitError(IndexError_):
-    """Another run committed the version this one meant to; this run changed nothing."""
-
-
-def commit(store: Store | str, manifest: dict, expected_version: int) -> None:
-    """Make `manifest` (version expected_version + 1) the newest version, or raise
-    ConcurrentCommitError and change nothing when another run got there first.
-
-    The version file is put in one create-if-absent step (see `filestore`): of any number
-    of concurrent committers of one version exactly one succeeds, and no reader ever sees
-    a partial file. manifest.json is refreshed afterwards as a copy."""
-    store = LocalStore(store) if isinstance(store, str) else store
-    version = int(manifest["version"])
-    current = current_version(store)
-    if current != expected_version or version != expected_version + 1:
-        raise _moved(expected_version, current)
-    text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-    if not store.put_if_absent(f"{VERSIONS}/v{version:05d}.json", text):
-        raise _moved(expected_version, current_version(store))
-    kill_point("after_version")  # landed; manifest.json still names the version before
-    _refresh_copy(store, text, version)
-
-
-@contextmanager
-def part_or_nothing(store: Store, part: str) -> Iterator[None]:
-    """The context writes and commits `part`: when it fails (a full disk, a refused commit),
-    the part's files are removed unless a committed version lists it, so a failed run leaves
-    no orphan behind (a killed one leaves its part to `vacuum`)."""
-    try:
-        yield
-    except BaseException:
-        try:
-            if part not in (_newest(store) or {}).get("parts", []):
-                store.delete(f"parts/{part}")
-        except Exception:  # noqa: BLE001 - the run's own error matters; vacuum removes the part later
-            pass
-        raise
-
-
-def _moved(expected: int, current: int) -> ConcurrentCommitError:
-    return ConcurrentCommitError(
-        f"the index moved from version {expected} to {current} during this run (a concurrent append?); "
-        "nothing was changed: run again"
-    )
-
-
-def _refresh_copy(store: Store, text: str, version: int) -> None:
-    """manifest.json := the newest version, unless a later commit refreshed it already."""
-    try:
-        if int(json.loads(store.read_text(MANIFEST) or "{}").get("version", 0)) >= version:
-            return
-    except ValueError:
-        pass
-    store.put(MANIFEST, text)
-
-
 def manifest_format(set_files: bool, previous: dict | None = None) -> int:
     """The format of a manifest whose new part keeps its sets in files (`set_files`) or not,
     listing the parts of `previous` too (one of which may have set files if it says 3)."""
@@ -544,7 +443,7 @@ def batch_fingerprint(docs: DataFrame) -> str:
 def ensure_new(path: str, spark: SparkSession | None = None) -> Store:
     """The Store of an index about to be built; refuse to build over one."""
     store = store_for(spark, path)
-    if _newest(store) is not None:
+    if newest(store) is not None:
         raise IndexError_(f"an index already exists at {path!r}; append batches with `neardup run --index ... "
                           "--append`, or remove it to rebuild")
     store.mkdirs("parts")
