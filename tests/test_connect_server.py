@@ -19,7 +19,7 @@ import pytest
 from neardup_spark import Config, api
 from neardup_spark.api import run
 
-from . import oracles
+from . import frames, oracles
 
 pytestmark = pytest.mark.process  # every test here starts Spark in processes of its own
 
@@ -132,9 +132,8 @@ def test_the_cli_ships_the_package_and_runs_with_plots(spark, server, tmp_path):
     run(spark, Config().with_overrides({"input.path": SAMPLE, "input.format": "jsonl",
                                         "output.path": str(tmp_path / "classic")}))
     for name, key in (("clusters", ["doc_id"]), ("pairs", ["doc_a", "doc_b"])):
-        classic = pd.read_parquet(tmp_path / "classic" / name).sort_values(key).reset_index(drop=True)
-        remote = pd.read_parquet(out / name)[list(classic.columns)].sort_values(key).reset_index(drop=True)
-        pd.testing.assert_frame_equal(remote, classic)
+        classic = frames.in_order(pd.read_parquet(tmp_path / "classic" / name), key)
+        pd.testing.assert_frame_equal(frames.in_order(pd.read_parquet(out / name)[list(classic.columns)], key), classic)
     report = json.loads((out / "report.json").read_text())
     assert report["plots"] and all((out / Path(p).name).stat().st_size > 0 for p in report["plots"])
 
@@ -161,11 +160,8 @@ def test_nightly_tables_and_calibrate_through_the_server(spark, server, client_o
                                                                          date_format="iso")
     run(spark, Config().with_overrides({"input.path": str(both), "input.format": "jsonl",
                                         "output.path": str(tmp_path / "classic")}))
-    classic = pd.read_parquet(tmp_path / "classic" / "clusters").sort_values("doc_id").reset_index(drop=True)
-    exported = pd.read_parquet(tmp_path / "export" / "clusters").sort_values("doc_id").reset_index(drop=True)
-    groups = lambda f: sorted(sorted(ids) for ids in f.groupby("cluster_id").doc_id.apply(list))  # noqa: E731
-    assert groups(exported) == groups(classic)
-    assert exported[["doc_id", "keeper_id", "status"]].equals(classic[["doc_id", "keeper_id", "status"]])
+    frames.assert_same_clusters(pd.read_parquet(tmp_path / "export" / "clusters"),
+                                pd.read_parquet(tmp_path / "classic" / "clusters"))
     # The night's tables are in the server's catalog (its warehouse directory, as Parquet).
     report = json.loads((tmp_path / "night1" / "report.json").read_text())
     assert report["tables"] == {"clusters": "nd_connect_night1_clusters", "pairs": "nd_connect_night1_pairs"}

@@ -11,6 +11,7 @@ from neardup_spark.archive import index as ix
 from neardup_spark.runtime.filestore import HadoopStore, LocalStore, store_for
 from neardup_spark.api import run
 
+from . import frames
 from .commit_race import race
 
 pytestmark = pytest.mark.compat  # also run on CI's pyspark 3.5 leg
@@ -84,7 +85,6 @@ def test_a_nightly_sequence_with_the_index_at_a_uri(spark, tmp_path):
     run(spark, cfg.with_overrides({"input.path": str(api.SAMPLE), "output.path": str(tmp_path / "full")}))
     exported = pd.read_parquet(tmp_path / "export" / "clusters")
     full = pd.read_parquet(tmp_path / "full" / "clusters")
-    part = lambda f: sorted(sorted(ids) for ids in f.groupby("cluster_id").doc_id.apply(list))  # noqa: E731
-    assert sorted(exported.doc_id) == sorted(rows.id) and part(exported) == part(full)
+    assert sorted(exported.doc_id) == sorted(rows.id) and frames.partition(exported) == frames.partition(full)
     assert ix.open_index(str(tmp_path / "index")).manifest["version"] == 4
     assert {json.loads(p.read_text())["format"] for p in (tmp_path / "index" / "manifests").iterdir()} == {2}

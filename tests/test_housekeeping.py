@@ -15,17 +15,13 @@ from neardup_spark.archive import housekeeping, setfiles
 from neardup_spark.archive.index import open_index
 from neardup_spark.archive.versions import ConcurrentCommitError
 
-from . import oracles
-from .test_nightly import SPARK, _assert_index_is_a_full_run, _cfg, _cli
-
-
-def _sorted(df: pd.DataFrame) -> pd.DataFrame:
-    return df.sort_values(list(df.columns)).reset_index(drop=True)
+from . import frames, oracles
+from .test_nightly import SPARK, _cfg, _cli
 
 
 def _exported(spark, index: str, where: Path) -> pd.DataFrame:
     api.export(spark, index, str(where))
-    return _sorted(pd.read_parquet(where / "clusters"))
+    return frames.in_order(pd.read_parquet(where / "clusters"))
 
 
 def _append(spark, index: str, batch: str, out: Path):
@@ -74,7 +70,7 @@ def test_compaction_keeps_the_assignments_and_the_next_batch_lands_as_in_a_full_
     # A night after the compaction: the index then clusters as one full run over all three nights.
     report = _append(spark, index, paths[2], tmp_path / "out2")
     assert not report["replayed"]
-    _assert_index_is_a_full_run(spark, index, rows, tmp_path)
+    frames.assert_index_is_a_full_run(spark, index, rows, tmp_path, _cfg())
 
 
 def test_vacuum_keeps_what_readers_need_and_a_landed_batch_still_replays(spark, nights, two_nights, tmp_path):
@@ -114,8 +110,8 @@ def test_vacuum_keeps_what_readers_need_and_a_landed_batch_still_replays(spark, 
     again = _append(spark, index, paths[1], tmp_path / "again1")
     assert again["replayed"] and open_index(index).manifest["version"] == old["version"] + 1
     for name in ("clusters", "pairs"):
-        first = _sorted(pd.read_parquet(tmp_path / "out1" / name))
-        assert first.equals(_sorted(pd.read_parquet(tmp_path / "again1" / name)))
+        first = frames.in_order(pd.read_parquet(tmp_path / "out1" / name))
+        assert first.equals(frames.in_order(pd.read_parquet(tmp_path / "again1" / name)))
 
 
 def test_a_replaced_part_waits_for_the_retention_from_its_replacement(spark, two_nights):
@@ -146,7 +142,7 @@ def test_a_compaction_that_loses_to_an_append_changes_nothing(spark, nights, two
     # The compaction that lost removed its own part: nothing is left for vacuum.
     assert sorted(os.listdir(os.path.join(index, "parts"))) == sorted(manifest["parts"])
     assert api.vacuum_index(spark, index, retain_days=0).removed == []
-    _assert_index_is_a_full_run(spark, index, rows, tmp_path)
+    frames.assert_index_is_a_full_run(spark, index, rows, tmp_path, _cfg())
 
 
 @pytest.mark.process
@@ -201,6 +197,6 @@ def test_a_compacted_index_takes_the_next_night_as_its_parts_would(spark, nights
         assert reports["parts"]["counts"]["replaced"] == reports["compacted"]["counts"]["replaced"] == 3
     assert dict(reports["parts"]["counts"]) == dict(reports["compacted"]["counts"])
     for table in ("clusters", "pairs"):
-        assert _sorted(pd.read_parquet(tmp_path / "out2-parts" / table)).equals(
-            _sorted(pd.read_parquet(tmp_path / "out2-compacted" / table)))
+        assert frames.in_order(pd.read_parquet(tmp_path / "out2-parts" / table)).equals(
+            frames.in_order(pd.read_parquet(tmp_path / "out2-compacted" / table)))
     assert _exported(spark, index, tmp_path / "e-parts").equals(_exported(spark, copy, tmp_path / "e-compacted"))

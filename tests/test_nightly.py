@@ -20,14 +20,10 @@ from neardup_spark.archive.index import IndexError_, open_index
 from neardup_spark.api import run
 from neardup_spark.stages.write import copy_tables
 
-from . import oracles
+from . import frames, oracles
 
 ROOT = Path(__file__).resolve().parents[1]
 SPARK = ["--master", "local[2]", "--shuffle-partitions", "4"]
-
-
-def _partition(clusters: pd.DataFrame) -> list:
-    return sorted(sorted(ids) for ids in clusters.groupby("cluster_id").doc_id.apply(list))
 
 
 def _near_pairs(frames, rows) -> set:
@@ -95,12 +91,9 @@ def test_batches_give_the_clusters_of_one_full_run(appended):
     exported = pd.read_parquet(work / "export" / "clusters")
     whole = pd.read_parquet(work / "full" / "clusters")
     assert sorted(exported.doc_id) == sorted(rows.id)  # every document, once
-    assert _partition(exported) == _partition(whole)
-    merged = exported.merge(whole, on="doc_id", suffixes=("_inc", "_full"))
-    assert (merged.keeper_id_inc == merged.keeper_id_full).all()  # same rule, same keepers
-    assert (merged.status_inc == merged.status_full).all()
-    frames = [pd.read_parquet(work / name / "pairs") for name in ("built", "out1", "out2")]
-    assert _near_pairs(frames, rows) == _near_pairs([pd.read_parquet(work / "full" / "pairs")], rows)
+    frames.assert_same_clusters(exported, whole)  # same rule, same keepers
+    nights = [pd.read_parquet(work / name / "pairs") for name in ("built", "out1", "out2")]
+    assert _near_pairs(nights, rows) == _near_pairs([pd.read_parquet(work / "full" / "pairs")], rows)
     assert open_index(index).manifest["version"] == 3 and open_index(index).manifest["documents"] == len(rows)
     # A newcomer that matches an archived story joins its cluster and keeps the cluster's id.
     out1 = pd.read_parquet(work / "out1" / "clusters")
@@ -279,7 +272,7 @@ def test_string_ids_batches_give_the_clusters_of_one_full_run(spark, tmp_path):
     exported = pd.read_parquet(tmp_path / "export" / "clusters")
     whole = pd.read_parquet(tmp_path / "full" / "clusters")
     assert sorted(exported.doc_id) == sorted(rows.id)
-    assert _partition(exported) == _partition(whole)
+    assert frames.partition(exported) == frames.partition(whole)
 
 
 def test_simhash_128_batches_give_the_clusters_of_one_full_run(spark, batches):
@@ -296,7 +289,7 @@ def test_simhash_128_batches_give_the_clusters_of_one_full_run(spark, batches):
     full = run(spark, _cfg(**sim, **{"input.path": str(api.SAMPLE), "output.path": str(work / "sfull")}))
     assert full["counts"]["verified_pairs"] > 100
     exported = pd.read_parquet(work / "sexport" / "clusters")
-    assert _partition(exported) == _partition(pd.read_parquet(work / "sfull" / "clusters"))
+    assert frames.partition(exported) == frames.partition(pd.read_parquet(work / "sfull" / "clusters"))
     with pytest.raises(IndexError_, match="simhash.bits"):
         run(spark, _cfg(**{**sim, "simhash.bits": 64}, **{"input.path": paths[1], "index.path": index,
                                                           "index.append": True, "output.path": str(work / "sbad")}))
@@ -317,10 +310,8 @@ def test_rerunning_a_batch_changes_nothing_and_repeats_its_output(spark, appende
     assert run(spark, cfg.with_overrides({"output.path": str(work / "again1-spark")}))["replayed"]
     for name in ("clusters", "pairs"):
         first = pd.read_parquet(work / "out1" / name)
-        key = list(first.columns)
         for again in ("again1", "again1-spark"):
-            other = pd.read_parquet(work / again / name)
-            assert first.sort_values(key).reset_index(drop=True).equals(other.sort_values(key).reset_index(drop=True))
+            assert frames.in_order(first).equals(frames.in_order(pd.read_parquet(work / again / name)))
 
 
 @pytest.mark.compat
@@ -472,18 +463,6 @@ def test_cli_index_build_and_export(spark, batches, tmp_path, capsys):
     assert "no index" in capsys.readouterr().err
 
 
-def _assert_index_is_a_full_run(spark, index: str, rows: pd.DataFrame, tmp_path: Path) -> None:
-    """The index's current clusters, keepers and statuses are those of one full run over rows."""
-    api.export(spark, index, str(tmp_path / "after"))
-    rows.to_json(tmp_path / "edited.jsonl", orient="records", lines=True, date_format="iso")
-    run(spark, _cfg(**{"input.path": str(tmp_path / "edited.jsonl"), "output.path": str(tmp_path / "full")}))
-    after = pd.read_parquet(tmp_path / "after" / "clusters")
-    full = pd.read_parquet(tmp_path / "full" / "clusters")
-    assert _partition(after) == _partition(full)
-    merged = after.merge(full, on="doc_id", suffixes=("_inc", "_full"))
-    assert (merged.keeper_id_inc == merged.keeper_id_full).all() and (merged.status_inc == merged.status_full).all()
-
-
 def test_replace_reclusters_without_the_old_text(spark, batches, archived, tmp_path):
     work, rows, paths = batches
     index = _copy_of(archived, tmp_path / "index")
@@ -506,7 +485,7 @@ def test_replace_reclusters_without_the_old_text(spark, batches, archived, tmp_p
     assert set(out[~out.in_batch].index) <= {*old_members, unique} and (~out.in_batch).any()  # new keepers
     # The index now clusters exactly as one full run over the archive with the new text.
     edited = archive.assign(text=np.where(archive.id == keeper, new_text, archive.text))
-    _assert_index_is_a_full_run(spark, index, edited, tmp_path)
+    frames.assert_index_is_a_full_run(spark, index, edited, tmp_path, _cfg())
 
 
 def test_parameters_an_older_index_does_not_record_count_as_their_defaults():
@@ -699,4 +678,4 @@ def test_replacing_random_documents_equals_a_full_run(spark, batches, archived, 
     run(spark, _cfg(**{"input.path": str(tmp_path / "replace.jsonl"), "index.path": index, "index.append": True,
                        "index.replace": True, "output.path": str(tmp_path / "out")}))
     edited = archive.assign(text=[new_text.get(i, t) for i, t in zip(archive.id, archive.text)])
-    _assert_index_is_a_full_run(spark, index, edited, tmp_path)
+    frames.assert_index_is_a_full_run(spark, index, edited, tmp_path, _cfg())

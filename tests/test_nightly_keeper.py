@@ -15,17 +15,13 @@ from neardup_spark.archive.index import IndexError_, open_index
 from neardup_spark.kernels.normalise import normalise_text
 from neardup_spark.tools import corpus
 
-from . import oracles
+from . import frames, oracles
 
 KEEPER = {"cluster.linkage": "keeper"}
 
 
 def _cfg(**more) -> Config:
     return Config().with_overrides({"input.format": "jsonl", "output.mode": "overwrite", **KEEPER, **more})
-
-
-def _partition(clusters: pd.DataFrame) -> list:
-    return sorted(sorted(ids) for ids in clusters.groupby("cluster_id").doc_id.apply(list))
 
 
 @pytest.fixture(scope="module")
@@ -44,15 +40,7 @@ def _assert_is_a_full_run(spark, index: str, rows: pd.DataFrame, tmp_path: Path,
     """The index's current clusters, keepers and statuses are those of one full run over rows
     (keeper linkage unless `more` says otherwise), and with keeper linkage every member
     matches its keeper (exact Jaccard of the run's sets)."""
-    api.export(spark, index, str(tmp_path / "after"))
-    rows.to_json(tmp_path / "union.jsonl", orient="records", lines=True, date_format="iso")
-    run(spark, _cfg(**more, **{"input.path": str(tmp_path / "union.jsonl"), "output.path": str(tmp_path / "full")}))
-    after = pd.read_parquet(tmp_path / "after" / "clusters")
-    full = pd.read_parquet(tmp_path / "full" / "clusters")
-    assert sorted(after.doc_id) == sorted(rows.id)  # every document, once
-    assert _partition(after) == _partition(full)
-    merged = after.merge(full, on="doc_id", suffixes=("_inc", "_full"))
-    assert (merged.keeper_id_inc == merged.keeper_id_full).all() and (merged.status_inc == merged.status_full).all()
+    after = frames.assert_index_is_a_full_run(spark, index, rows, tmp_path, _cfg(**more))
     if more.get("cluster.linkage", "keeper") == "keeper":
         _assert_stars(after, rows)
 

@@ -18,7 +18,7 @@ from neardup_spark.config import ConfigError
 from neardup_spark.archive import setfiles
 from neardup_spark.archive.index import open_index
 
-from .test_nightly import _assert_index_is_a_full_run, _cfg
+from .test_nightly import _cfg
 
 _IDS = "doc_id"
 
@@ -183,7 +183,7 @@ def _append_cfg(batch: str, index: str, out: Path, **more):
 
 @pytest.mark.compat
 def test_an_index_of_both_layouts_and_its_compaction_give_one_full_run(spark, tmp_path):
-    from . import oracles
+    from . import frames, oracles
 
     rows = pd.read_json(api.SAMPLE, lines=True)
     paths = oracles.split_into_nights(rows, tmp_path, seed=5)
@@ -197,15 +197,15 @@ def test_an_index_of_both_layouts_and_its_compaction_give_one_full_run(spark, tm
     assert _layout(index) == ["parquet", "files", "parquet"] and _format(index) == 3
     for name in ("mixed", "compacted"):
         (tmp_path / name).mkdir()
-    _assert_index_is_a_full_run(spark, index, rows, tmp_path / "mixed")
+    frames.assert_index_is_a_full_run(spark, index, rows, tmp_path / "mixed", _cfg())
     api.compact_index(spark, index)
     assert _layout(index) == ["files"]
-    _assert_index_is_a_full_run(spark, index, rows, tmp_path / "compacted")
+    frames.assert_index_is_a_full_run(spark, index, rows, tmp_path / "compacted", _cfg())
     # One part, rewritten when it is not in the layout asked for, and left alone when it is.
     assert api.compact_index(spark, index, "parquet").part is not None and _layout(index) == ["parquet"]
     assert _format(index) == 2
     (tmp_path / "parquet").mkdir()
-    _assert_index_is_a_full_run(spark, index, rows, tmp_path / "parquet")
+    frames.assert_index_is_a_full_run(spark, index, rows, tmp_path / "parquet", _cfg())
     assert api.compact_index(spark, index, "parquet").part is None
     assert api.compact_index(spark, index).part is not None and _layout(index) == ["files"] and _format(index) == 3
     assert api.compact_index(spark, index, "files").part is None

@@ -12,7 +12,7 @@ from neardup_spark.config import ConfigError
 from neardup_spark.errors import NeardupError
 from neardup_spark.runtime.tables import forgets_tables, name_parts, table_name
 
-from . import oracles
+from . import frames, oracles
 from .conftest import ICEBERG_CATALOG, ICEBERG_JAR
 
 SPARK = ["--master", "local[2]", "--shuffle-partitions", "4"]
@@ -23,16 +23,12 @@ def _cfg(**more) -> Config:
     return Config().with_overrides({"input.format": "jsonl", "input.path": str(api.SAMPLE), **more})
 
 
-def _sorted(frame: pd.DataFrame, key: list[str]) -> pd.DataFrame:
-    return frame.sort_values(key).reset_index(drop=True)
-
-
 def _same(spark, table: str, parquet: Path, key: list[str]) -> None:
     got = spark.table(table).toPandas()
     want = pd.read_parquet(parquet)
     assert list(got.columns) == list(want.columns)
     assert len(got) == len(want) > 0
-    pd.testing.assert_frame_equal(_sorted(got, key), _sorted(want, key), check_dtype=False)
+    pd.testing.assert_frame_equal(frames.in_order(got, key), frames.in_order(want, key), check_dtype=False)
 
 
 @pytest.fixture(scope="module")
