@@ -21,7 +21,8 @@ from neardup_spark import Config, api
 from neardup_spark.tools import corpus, corpus_files
 from neardup_spark.api import run
 
-pytestmark = pytest.mark.compat  # also run on CI's pyspark 3.5 leg
+# Also run on CI's pyspark 3.5 leg, and with queries compiled as in production (see conftest).
+pytestmark = [pytest.mark.compat, pytest.mark.usefixtures("codegen")]
 
 GOLDEN = Path(__file__).parent / "golden" / "outputs.json"
 UPDATE = os.environ.get("NEARDUP_UPDATE_GOLDEN") == "1"
