@@ -1,7 +1,6 @@
 """Bad input from the command line, each case in a process of its own as a user meets it: one
 line that names the cause and the fix, no JVM stack trace in the terminal, no input changed."""
 
-import gzip
 import hashlib
 import json
 import os

@@ -2,7 +2,6 @@
 an output from deleting or overlapping its input."""
 
 import hashlib
-import os
 import shutil
 from pathlib import Path
 
