@@ -511,6 +511,6 @@ def generate(output: str, docs: int = 10_000, *, fmt: str = "parquet", seed: int
         if shards == 1 and workers == 1:
             return str(_corpus_files.write(spec, output, fmt))
         return str(_corpus_files.write_sharded(spec, output, shards, fmt, workers,
-                                         log=log or (lambda line: print(line, file=sys.stderr, flush=True))))
+                                               log=log or (lambda line: print(line, file=sys.stderr, flush=True))))
     except ValueError as e:
         raise NeardupError(str(e)) from None

@@ -40,8 +40,7 @@ from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
 from neardup_spark.archive import index as ix
-from neardup_spark.archive import versions
-from neardup_spark.archive import scan, stars
+from neardup_spark.archive import scan, stars, versions
 from neardup_spark.archive.assign import assign
 from neardup_spark.archive.night import (
     ADOC,

@@ -26,15 +26,16 @@ Layout (a local or mounted directory)::
 
 A document's current assignment is its row in the newest listed part that
 assigns it. Parts are written completely, under a fresh name, before any
-manifest names them. The commit (`archive.versions`) is one create-if-absent step: the next
-version's `manifests/vNNNNN.json` is written whole to a temporary name and
-hard-linked into place, which fails if that version exists. Of two runs
-that commit the same version, exactly one lands; the other changes nothing
-and says to run again. Readers take the newest version in `manifests/`; a
-run killed at any point leaves either the old newest version (its part an
-orphan nobody reads) or the new one, complete: the next run needs no
-repair. `manifest.json` is a copy of the newest version for people and
-older releases to read (format 2 stops releases that committed by rename).
+manifest names them. The commit (`archive.versions`) is one create-if-absent
+step: the next version's `manifests/vNNNNN.json` is written whole to a
+temporary name and hard-linked into place, which fails if that version
+exists. Of two runs that commit the same version, exactly one lands; the
+other changes nothing and says to run again. Readers take the newest version
+in `manifests/`; a run killed at any point leaves either the old newest
+version (its part an orphan nobody reads) or the new one, complete: the next
+run needs no repair. `manifest.json` is a copy of the newest version for
+people and older releases to read (format 2 stops releases that committed by
+rename).
 
 Per document, at P=128, b=42 (threshold 0.3): ~1.3 kB of shingle set for a
 ~350-word article (4 bytes a distinct 5-shingle), 42 x 16 bytes of band rows,
