@@ -49,6 +49,13 @@ INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.facto
 COMPILED = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}  # Spark's defaults
 
 
+# Two partitions per shuffle, one task per core of local[2]: the tests' data is tiny, a task
+# costs more to schedule than to run, and every multi-partition path is still taken. About a
+# fifth of the Spark tests' time against four. Tests that start `neardup` in-process or as a
+# process pass the same number (an in-process run sets it on the shared session).
+PARTITIONS = 2
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from neardup_spark.config import SparkConfig
@@ -56,7 +63,7 @@ def spark(tmp_path_factory):
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     conf = {
-        "spark.default.parallelism": "4",
+        "spark.default.parallelism": str(PARTITIONS),
         "spark.sql.adaptive.enabled": "false",  # keep partition counts as the tests set them
         "spark.driver.memory": "6g",
         "spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("warehouse")),
@@ -71,7 +78,7 @@ def spark(tmp_path_factory):
         conf[f"spark.sql.catalog.{ICEBERG_CATALOG}.type"] = "hadoop"
         conf[f"spark.sql.catalog.{ICEBERG_CATALOG}.warehouse"] = str(tmp_path_factory.mktemp("iceberg"))
     session = build_session(
-        SparkConfig(master="local[2]", app_name="neardup-tests", shuffle_partitions=4, conf=conf, jit="c1"),
+        SparkConfig(master="local[2]", app_name="neardup-tests", shuffle_partitions=PARTITIONS, conf=conf, jit="c1"),
         checkpoint_dir=str(tmp_path_factory.mktemp("checkpoints")),
     )
     yield session

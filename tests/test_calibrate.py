@@ -15,7 +15,7 @@ from neardup_spark.errors import InputError
 from neardup_spark.kernels.lsh import candidate_probability, catching, choose_bands_rows
 
 SAMPLE = str(api.SAMPLE)
-SPARK = ["--master", "local[2]", "--shuffle-partitions", "4"]
+SPARK = ["--master", "local[2]", "--shuffle-partitions", "2"]
 
 
 def _blob(values) -> bytes:

@@ -17,7 +17,7 @@ from . import oracles
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = str(api.SAMPLE)
-COMMON = ["--format", "jsonl", "--shuffle-partitions", "4", "--quiet"]
+COMMON = ["--format", "jsonl", "--shuffle-partitions", "2", "--quiet"]
 
 
 @pytest.mark.fast
@@ -175,7 +175,7 @@ def test_table_input(spark, tmp_path, capsys):
     spark.read.json(SAMPLE).limit(200).write.mode("overwrite").saveAsTable("neardup_sample")
     out = tmp_path / "out"
     rc = cli.main(["run", "--input", "neardup_sample", "--format", "table", "--output", str(out),
-                   "--shuffle-partitions", "4", "--quiet"])
+                   "--shuffle-partitions", "2", "--quiet"])
     assert rc == 0
     assert len(pd.read_parquet(out / "clusters")) == 200
 
@@ -185,7 +185,7 @@ STAGES = ("read", "sketch", "exact", "band_candidates", "verify", "components", 
 
 def test_a_run_shows_progress_and_a_summary(spark, tmp_path, capsys):
     out = tmp_path / "out"
-    rc = cli.main(["run", "--input", SAMPLE, "--output", str(out), "--format", "jsonl", "--shuffle-partitions", "4"])
+    rc = cli.main(["run", "--input", SAMPLE, "--output", str(out), "--format", "jsonl", "--shuffle-partitions", "2"])
     assert rc == 0
     shown = capsys.readouterr()
     report = json.loads((out / "report.json").read_text())
@@ -211,7 +211,7 @@ def test_a_run_shows_progress_and_a_summary(spark, tmp_path, capsys):
 
 def test_json_prints_the_report_json(spark, tmp_path, capsys):
     out = tmp_path / "out"
-    rc = cli.main(["run", "--input", SAMPLE, "--output", str(out), "--format", "jsonl", "--shuffle-partitions", "4",
+    rc = cli.main(["run", "--input", SAMPLE, "--output", str(out), "--format", "jsonl", "--shuffle-partitions", "2",
                    "--json"])
     assert rc == 0
     assert json.loads(capsys.readouterr().out) == json.loads((out / "report.json").read_text())
@@ -243,13 +243,13 @@ def test_run_with_plots_and_stripping_then_evaluate(spark, tmp_path, capsys):
     assert report["boilerplate"]["lines"] == len(lines) > 0 and (lines["documents"] >= 20).all()
     assert lines["example"].notna().all()
     rc = cli.main(["evaluate", "--input", SAMPLE, "--format", "jsonl", "--labels-col", "group", "--edit-col", "edit",
-                   "--clusters", str(out), "--json", "--shuffle-partitions", "4"])
+                   "--clusters", str(out), "--json", "--shuffle-partitions", "2"])
     assert rc == 0
     scores = json.loads(capsys.readouterr().out)
     assert scores["documents"] == 1000 and scores["pairs"]["precision"] == 1.0 and scores["pairs"]["recall"] == 1.0
     assert scores["adjusted_rand_index"] == 1.0 and scores["by_edit"]["reorder"]["recall"] == 1.0
     rc = cli.main(["evaluate", "--input", SAMPLE, "--format", "jsonl", "--labels-col", "nope",
-                   "--clusters", str(out), "--shuffle-partitions", "4"])
+                   "--clusters", str(out), "--shuffle-partitions", "2"])
     assert rc == 2 and "nope" in capsys.readouterr().err
 
 
@@ -315,7 +315,7 @@ def test_the_cli_runs_through_spark_connect(tmp_path):
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "neardup_spark", "run", "--remote", "local[2]", "--input", SAMPLE,
-                           "--format", "jsonl", "--output", str(out), "--shuffle-partitions", "4", "--quiet"],
+                           "--format", "jsonl", "--output", str(out), "--shuffle-partitions", "2", "--quiet"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(pd.read_parquet(out / "clusters")) == 1000 and (out / "report.json").is_file()

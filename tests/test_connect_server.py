@@ -175,7 +175,7 @@ def test_nightly_tables_and_calibrate_through_the_server(spark, server, client_o
     remote = json.loads(proc.stdout)
     assert remote.pop("plots") and all(Path(p).stat().st_size > 0 for p in (tmp_path / "calibration").iterdir())
     classic = subprocess.run([sys.executable, "-m", "neardup_spark", *argv, "--master", "local[2]",
-                              "--shuffle-partitions", "4"], cwd=tmp_path, capture_output=True, text=True,
+                              "--shuffle-partitions", "2"], cwd=tmp_path, capture_output=True, text=True,
                              timeout=900, env={k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"})
     assert classic.returncode == 0, classic.stderr[-3000:]
     classic = json.loads(classic.stdout)

@@ -50,7 +50,7 @@ def test_readme_spark_submit_with_the_cluster_preset(cluster, tmp_path):
     url, _ = cluster
     out = tmp_path / "out"
     proc = _submit(url, ["run", "--input", SAMPLE, "--format", "jsonl", "--output", str(out),
-                         "--preset", "cluster", "--shuffle-partitions", "4", "--quiet"], tmp_path)
+                         "--preset", "cluster", "--shuffle-partitions", "2", "--quiet"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     clusters = pd.read_parquet(out / "clusters")
     assert len(clusters) == 1000 and clusters.doc_id.is_unique
@@ -68,10 +68,10 @@ def test_storage_the_executors_do_not_share_is_refused_before_work(cluster, tmp_
         pytest.skip("needs unshare -m (a private mount namespace) to simulate driver-only storage")
     out = private / f"out-{command}"
     if command == "run":
-        args = ["run", "--input", SAMPLE, "--format", "jsonl", "--output", str(out), "--shuffle-partitions", "4"]
+        args = ["run", "--input", SAMPLE, "--format", "jsonl", "--output", str(out), "--shuffle-partitions", "2"]
     else:
         args = ["index", "build", "--input", SAMPLE, "--format", "jsonl", "--index", str(out),
-                "--shuffle-partitions", "4"]
+                "--shuffle-partitions", "2"]
     start = time.perf_counter()
     proc = _submit(url, args, tmp_path)
     assert proc.returncode == 2, proc.stderr[-3000:]
@@ -96,7 +96,7 @@ def test_a_night_appended_on_the_cluster_equals_one_full_run(cluster, spark, tmp
     rows = pd.read_json(SAMPLE, lines=True)
     archive, night = oracles.split_into_nights(rows, tmp_path, seed=3, nights=2)
     index = (tmp_path / "index").as_uri()
-    common = ["--format", "jsonl", "--shuffle-partitions", "4", "--quiet"]
+    common = ["--format", "jsonl", "--shuffle-partitions", "2", "--quiet"]
     steps = [
         ["index", "build", "--input", archive, "--index", index, *common],
         ["run", "--input", night, "--index", index, "--append", "--output", str(tmp_path / "night"), *common],

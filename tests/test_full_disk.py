@@ -18,7 +18,7 @@ from neardup_spark import Config, api, cli
 from neardup_spark.archive.index import open_index
 from neardup_spark.errors import io_failure
 
-SPARK = ["--shuffle-partitions", "4"]
+SPARK = ["--shuffle-partitions", "2"]
 
 
 @pytest.fixture

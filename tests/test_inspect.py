@@ -15,7 +15,7 @@ from neardup_spark.tools.inspect import format_cluster, set_figures, word_diff
 
 from . import oracles
 
-SPARK = ["--shuffle-partitions", "4"]
+SPARK = ["--shuffle-partitions", "2"]
 STORY = ("the city council voted on tuesday to approve a new budget for the public library system "
          "after months of debate over funding for branches in the northern districts of the city "
          "and the mayor said the plan would keep every branch open through the next two years")

@@ -23,7 +23,7 @@ from neardup_spark.stages.write import copy_tables
 from . import frames, oracles
 
 ROOT = Path(__file__).resolve().parents[1]
-SPARK = ["--master", "local[2]", "--shuffle-partitions", "4"]
+SPARK = ["--master", "local[2]", "--shuffle-partitions", "2"]
 
 
 def _near_pairs(frames, rows) -> set:

@@ -4,7 +4,7 @@ from benchmarks import quality
 
 
 def test_25k_seven_edit_corpus(spark, tmp_path, capsys):
-    result = quality.main(["--docs", "25000", "--shuffle-partitions", "4", "--out", str(tmp_path)])
+    result = quality.main(["--docs", "25000", "--shuffle-partitions", "2", "--out", str(tmp_path)])
     with capsys.disabled():  # the per-edit table belongs in the test log
         print("\n25k quality:", result["pairs"], result["recall_by_edit"])
     assert result["pairs"]["recall"] >= 0.99

@@ -24,11 +24,11 @@ BROWSER_OWN = re.compile(r"https?://([a-z0-9-]+\.)*(google\.com|googleapis\.com|
 def page(spark, tmp_path_factory):
     work = tmp_path_factory.mktemp("review")
     out = work / "out"
-    rc = cli.main(["run", "--input", SAMPLE, "--format", "jsonl", "--output", str(out), "--shuffle-partitions", "4",
+    rc = cli.main(["run", "--input", SAMPLE, "--format", "jsonl", "--output", str(out), "--shuffle-partitions", "2",
                    "--quiet"])
     assert rc == 0
     target = work / "review.html"
-    assert cli.main(["report", str(out), "--html", str(target), "--shuffle-partitions", "4"]) == 0
+    assert cli.main(["report", str(out), "--html", str(target), "--shuffle-partitions", "2"]) == 0
     return out, target
 
 
@@ -55,7 +55,7 @@ def test_the_library_returns_the_same_page(spark, page):
 def test_a_containment_run_has_no_jaccard_threshold_line(spark, tmp_path):
     out = tmp_path / "out"
     assert cli.main(["run", "--input", SAMPLE, "--format", "jsonl", "--output", str(out), "--mode", "containment",
-                     "--shuffle-partitions", "4", "--quiet"]) == 0
+                     "--shuffle-partitions", "2", "--quiet"]) == 0
     text = api.review_page(spark, str(out))
     assert "no Jaccard threshold: pairs were accepted by containment" in text
     assert "threshold 0." not in text and "class 0:" in text  # a curve per size class, no threshold line
@@ -72,7 +72,7 @@ def test_the_farthest_member_of_the_largest_clusters_is_shown(spark, tmp_path):
     rows.to_json(tmp_path / "chains.jsonl", orient="records", lines=True)
     out = tmp_path / "out"
     assert cli.main(["run", "--input", str(tmp_path / "chains.jsonl"), "--format", "jsonl", "--output", str(out),
-                     "--linkage", "components", "--shuffle-partitions", "4", "--quiet"]) == 0
+                     "--linkage", "components", "--shuffle-partitions", "2", "--quiet"]) == 0
     text = api.review_page(spark, str(out))
     assert "Farthest members of the largest clusters" in text
     shown = re.findall(r"<b>Jaccard ([0-9.]+)</b>(?: · <b>below the threshold</b>)? · cluster", text)

@@ -115,7 +115,7 @@ def test_cli_makes_the_archive_then_uses_it(tmp_path):
         out = tmp_path / run
         proc = subprocess.run(
             [sys.executable, "-m", "neardup_spark.cli", "run", "--input", str(api.SAMPLE), "--format", "jsonl",
-             "--output", str(out), "--master", "local[2]", "--shuffle-partitions", "4", "--quiet"],
+             "--output", str(out), "--master", "local[2]", "--shuffle-partitions", "2", "--quiet"],
             env=env, capture_output=True, text=True, timeout=600, cwd=ROOT,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]

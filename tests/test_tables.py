@@ -15,7 +15,7 @@ from neardup_spark.runtime.tables import forgets_tables, name_parts, table_name
 from . import frames, oracles
 from .conftest import ICEBERG_CATALOG, ICEBERG_JAR
 
-SPARK = ["--master", "local[2]", "--shuffle-partitions", "4"]
+SPARK = ["--master", "local[2]", "--shuffle-partitions", "2"]
 KEYS = {"clusters": ["doc_id"], "pairs": ["doc_a", "doc_b"], "deduplicated": ["id"]}
 
 
