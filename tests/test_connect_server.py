@@ -129,10 +129,9 @@ def test_the_cli_ships_the_package_and_runs_with_plots(spark, server, tmp_path):
     proc = _cli(url, ["run", "--input", SAMPLE, "--format", "jsonl", "--output", str(out), "--plots", "--quiet"],
                 tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    run(spark, Config().with_overrides({"input.path": SAMPLE, "input.format": "jsonl",
-                                        "output.path": str(tmp_path / "classic")}))
+    classic_run = frames.full_run(spark, SAMPLE, tmp_path, Config().with_overrides({"input.format": "jsonl"}))
     for name, key in (("clusters", ["doc_id"]), ("pairs", ["doc_a", "doc_b"])):
-        classic = frames.in_order(pd.read_parquet(tmp_path / "classic" / name), key)
+        classic = frames.in_order(pd.read_parquet(classic_run / name), key)
         pd.testing.assert_frame_equal(frames.in_order(pd.read_parquet(out / name)[list(classic.columns)], key), classic)
     report = json.loads((out / "report.json").read_text())
     assert report["plots"] and all((out / Path(p).name).stat().st_size > 0 for p in report["plots"])

@@ -86,7 +86,7 @@ def test_a_night_appended_on_the_cluster_equals_one_full_run(cluster, spark, tmp
     """The index at a file:// URI (the Hadoop filesystem path that hdfs:// takes), built and
     appended to by spark-submit jobs whose executors run in the Workers' JVMs. Compaction,
     vacuum and export at a URI are the same writers in-process (test_filestore)."""
-    from neardup_spark.api import export, run
+    from neardup_spark.api import export
 
     from . import oracles
     from . import frames
@@ -107,8 +107,7 @@ def test_a_night_appended_on_the_cluster_equals_one_full_run(cluster, spark, tmp
     manifest = json.loads((tmp_path / "index" / "manifest.json").read_text())
     assert manifest["version"] == 2 and manifest["documents"] == len(rows)
     export(spark, index, str(tmp_path / "export"))
-    run(spark, _cfg(**{"input.path": SAMPLE, "output.path": str(tmp_path / "full")}))
     nightly = pd.read_parquet(tmp_path / "export" / "clusters")
-    full = pd.read_parquet(tmp_path / "full" / "clusters")
+    full = pd.read_parquet(frames.full_run(spark, SAMPLE, tmp_path, _cfg()) / "clusters")
     assert len(nightly) == len(rows)
     frames.assert_same_clusters(nightly, full)

@@ -82,9 +82,8 @@ def test_a_nightly_sequence_with_the_index_at_a_uri(spark, tmp_path):
     assert gone.removed and sorted(gone.trimmed) == sorted(nights)
     assert set(left) == {manifest["parts"][0], *nights} and all(left[n] == ["output"] for n in nights)
     api.export(spark, uri, str(tmp_path / "export"))
-    run(spark, cfg.with_overrides({"input.path": str(api.SAMPLE), "output.path": str(tmp_path / "full")}))
     exported = pd.read_parquet(tmp_path / "export" / "clusters")
-    full = pd.read_parquet(tmp_path / "full" / "clusters")
+    full = pd.read_parquet(frames.full_run(spark, api.SAMPLE, tmp_path, cfg) / "clusters")
     assert sorted(exported.doc_id) == sorted(rows.id) and frames.partition(exported) == frames.partition(full)
     assert ix.open_index(str(tmp_path / "index")).manifest["version"] == 4
     assert {json.loads(p.read_text())["format"] for p in (tmp_path / "index" / "manifests").iterdir()} == {2}

@@ -81,7 +81,7 @@ def appended(spark, batches):
                       "output.path": str(work / f"out{k}")})
         reports.append(run(spark, cfg))
     api.export(spark, index, str(work / "export"))
-    full = run(spark, _cfg(**{"input.path": str(api.SAMPLE), "output.path": str(work / "full")}))
+    full = frames.full_run(spark, api.SAMPLE, work, _cfg())
     return work, rows, index, reports, full
 
 
@@ -89,11 +89,11 @@ def appended(spark, batches):
 def test_batches_give_the_clusters_of_one_full_run(appended):
     work, rows, index, reports, full = appended
     exported = pd.read_parquet(work / "export" / "clusters")
-    whole = pd.read_parquet(work / "full" / "clusters")
+    whole = pd.read_parquet(full / "clusters")
     assert sorted(exported.doc_id) == sorted(rows.id)  # every document, once
     frames.assert_same_clusters(exported, whole)  # same rule, same keepers
     nights = [pd.read_parquet(work / name / "pairs") for name in ("built", "out1", "out2")]
-    assert _near_pairs(nights, rows) == _near_pairs([pd.read_parquet(work / "full" / "pairs")], rows)
+    assert _near_pairs(nights, rows) == _near_pairs([pd.read_parquet(full / "pairs")], rows)
     assert open_index(index).manifest["version"] == 3 and open_index(index).manifest["documents"] == len(rows)
     # A newcomer that matches an archived story joins its cluster and keeps the cluster's id.
     out1 = pd.read_parquet(work / "out1" / "clusters")
