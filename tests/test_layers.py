@@ -146,19 +146,6 @@ def test_kernels_never_import_pyspark():
     assert bad == []
 
 
-def test_stages_never_take_the_runner():
-    """A stage takes frames and its part of the plan and returns a frame; counting, keeping
-    and timing are the runner's, which only the chain (stages/pipeline.py) holds."""
-    bad = []
-    for path in sorted((PACKAGE / "stages").glob("*.py")):
-        if path.name == "pipeline.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("runtime.runner"):
-                bad += [f"{path.name}:{node.lineno}: {a.name}" for a in node.names if a.name == "Runner"]
-    assert bad == []
-
-
 @pytest.mark.parametrize("source, expected", [
     ("from neardup_spark.stages import read\n", "neardup_spark.stages.read"),
     ("def f():\n    from neardup_spark.archive.index import open_index\n", "neardup_spark.archive.index"),

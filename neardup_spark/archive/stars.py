@@ -40,8 +40,10 @@ from neardup_spark import columns as C
 from neardup_spark.archive import index as ix
 from neardup_spark.plan import Plan
 from neardup_spark.runtime.runner import Runner
+from neardup_spark.stages.components import connected_components
 from neardup_spark.stages.keepers import TEXT_LEN, keeper_columns, ranked
-from neardup_spark.stages.pipeline import CLUSTER_COLUMNS, linked
+from neardup_spark.stages.linkage import keeper_stars
+from neardup_spark.stages.pipeline import CLUSTER_COLUMNS
 
 FROM_BATCH = "_from_batch"
 MOVED = "_moved"  # the cluster, keeper or status changed (not only the component id)
@@ -82,10 +84,12 @@ def view(frame: DataFrame, plan: Plan, from_batch: bool, id_type: str | None = N
 def restar(plan: Plan, documents: DataFrame, edges: DataFrame, run: Runner) -> DataFrame:
     """documents (`view` rows: every member of the touched components, and the batch's new
     documents) + edges(doc_a, doc_b) among them, both by internal id -> (cluster columns, component_id, _from_batch) of every document."""
+    cfg = plan.cfg
     first = sticky_keys(plan)
+    comps = run.keep(connected_components(edges, cfg, run.work), now=True)
     ranking = documents.select(C.NID, C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(plan.keeper),
                                FROM_BATCH, _WAS_KEEPER)
-    comps, stars = linked(run, edges, ranking, plan, first)
+    stars = keeper_stars(edges, ranking, plan, run, first=first, components=comps)
     grouped = (
         documents.join(comps.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(_COMP)), C.NID, "left")
         .join(stars.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(_STAR)), C.NID, "left")

@@ -38,34 +38,47 @@ from neardup_spark import columns as C
 from neardup_spark.kernels.graph import greedy_stars
 from neardup_spark.plan import Plan
 from neardup_spark.runtime.routing import shuffle_partitions
+from neardup_spark.runtime.runner import Runner
+from neardup_spark.stages.components import connected_components
 from neardup_spark.stages.keepers import rank_key
 
 _COMP = "_component"
 _POS = "_pos"
 _TEXT_POS = "_text_pos"
 _BUCKET = "_bucket"
-SPLIT = "_split"  # keeper_stars: 1 for a document outside its component's first star
+_SPLIT = "_split"
 _STARS = StructType([StructField(C.DOC_ID, LongType(), False), StructField(C.CLUSTER_ID, LongType(), False),
-                     StructField(SPLIT, LongType(), False)])
+                     StructField(_SPLIT, LongType(), False)])
 
 
-def keeper_stars(edges: DataFrame, index: DataFrame, plan: Plan, components: DataFrame, on_driver: bool,
-                 first: Sequence[Column] = ()) -> DataFrame:
+def keeper_stars(edges: DataFrame, index: DataFrame, plan: Plan, run: Runner, first: Sequence[Column] = (),
+                 components: DataFrame | None = None) -> DataFrame:
     """edges(doc_a, doc_b) of internal ids + index(_nid, doc_id, exact_hash, text_len, keeper
-    columns) + the connected components of edges (doc_id, cluster_id) -> (doc_id, cluster_id,
-    _split) of every document in an edge, like `connected_components` (internal ids;
-    cluster_id is the star's keeper), each cluster a star around its keeper. `_split` is 1
-    for a document not in the star of its component's first keeper.
+    columns) -> (doc_id, cluster_id) of every document in an edge, like `connected_components`
+    (internal ids; cluster_id is the star's keeper), each cluster a star around its keeper.
 
-    `on_driver`: the graph is small and solved on the driver (the components stage collected
-    it too); else in an Arrow function over groups of whole components. `first`: sort keys
-    over index's columns ahead of the keeper rules (a nightly batch's sticky keepers; the
-    final ranking over each star must use them too)."""
+    `first`: sort keys over index's columns ahead of the keeper rules (a nightly batch's
+    sticky keepers; the final ranking over each star must use them too). `components`:
+    the connected components of edges (doc_id, cluster_id), when the caller has them.
+    run.work gets "linkage_on_driver" (1 or 0) and "linkage_reclustered" (documents not in
+    the star of their component's first keeper)."""
+    cfg = plan.cfg
+    if components is None:
+        components = connected_components(edges, cfg, run.work)
+    limit = cfg.cluster.driver_max_edges
+    n_edges = run.work.get("components_edges")
+    on_driver = bool(limit) and n_edges is not None and n_edges <= limit
     members = ranks(index, components, plan, first)
+    run.work["linkage_on_driver"] = int(on_driver)
     pairs = edges.select(C.DOC_A, C.DOC_B)
-    if on_driver:
-        return members.sparkSession.createDataFrame(_stars(members.toPandas(), pairs.toPandas()), _STARS)
-    return _in_groups(members, pairs)
+    if on_driver:  # the graph is small (the components stage collected it too)
+        out = _stars(members.toPandas(), pairs.toPandas())
+        run.work["linkage_reclustered"] = int(out[_SPLIT].sum())
+        return members.sparkSession.createDataFrame(out.drop(columns=[_SPLIT]), _STARS[:2])
+    stars = run.keep(_in_groups(members, pairs), cut=True)
+    row = stars.agg(F.sum(_SPLIT).alias("split")).first()
+    run.work["linkage_reclustered"] = int(row["split"] or 0)
+    return stars.select(C.DOC_ID, C.CLUSTER_ID)
 
 
 def ranks(index: DataFrame, components: DataFrame, plan: Plan, first: Sequence[Column] = ()) -> DataFrame:
@@ -90,7 +103,7 @@ def _stars(members: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
                           edges[C.DOC_A].to_numpy("int64"), edges[C.DOC_B].to_numpy("int64"))
     heads = pd.Series(keeper[members[_POS].to_numpy() == 1], index=comp[members[_POS].to_numpy() == 1])
     split = keeper != heads.reindex(comp).to_numpy()
-    return pd.DataFrame({C.DOC_ID: nid, C.CLUSTER_ID: keeper, SPLIT: split.astype("int64")})
+    return pd.DataFrame({C.DOC_ID: nid, C.CLUSTER_ID: keeper, _SPLIT: split.astype("int64")})
 
 
 def _in_groups(members: DataFrame, edges: DataFrame) -> DataFrame:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 
@@ -35,7 +35,7 @@ from neardup_spark.stages import boilerplate
 from neardup_spark.stages import containment
 from neardup_spark.stages.banding import representatives
 from neardup_spark.stages.candidates import representative_pairs
-from neardup_spark.stages.linkage import SPLIT, keeper_stars
+from neardup_spark.stages.linkage import keeper_stars
 from neardup_spark.stages.components import connected_components
 from neardup_spark.stages.exact import exact_copies, exact_edges, text_digest
 from neardup_spark.stages.keepers import TEXT_LEN, choose_keepers, keeper_columns, keeper_inputs, keeper_rows
@@ -297,7 +297,8 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     with run.stage("components"):
         components = None
         if cfg.cluster.linkage == "keeper":
-            components, comps = linked(run, edges, index, plan)
+            components = run.keep(connected_components(edges, cfg, run.work), now=True)
+            comps = keeper_stars(edges, index, plan, run, components=components)
         else:
             comps = connected_components(edges, cfg, run.work)  # iterates with its own actions; read once below
 
@@ -341,23 +342,6 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     lines = boilerplate.lines_frame(raw.sparkSession, v.prep.lines) if v.prep.lines is not None else None
     return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, components, [df for df, _ in run.kept],
                        [df for df, how in run.kept if how == LOCAL])
-
-
-def linked(run: Runner, edges: DataFrame, index: DataFrame, plan: Plan,
-           first: Sequence[Column] = ()) -> tuple[DataFrame, DataFrame]:
-    """Keeper linkage, kept and counted: (the connected components of edges, kept; the keeper
-    stars over them, `linkage.keeper_stars`'s (doc_id, cluster_id)). run.work gets
-    "linkage_on_driver" (1 or 0: the components stage solved the graph on the driver, and so
-    does the linkage) and "linkage_reclustered" (documents not in the star of their
-    component's first keeper)."""
-    components = run.keep(connected_components(edges, plan.cfg, run.work), now=True)
-    on_driver = bool(run.work["components_on_driver"])
-    stars = keeper_stars(edges, index, plan, components, on_driver, first)
-    if not on_driver:  # computed in groups: read twice below (the count, the caller)
-        stars = run.keep(stars, cut=True)
-    run.work["linkage_on_driver"] = int(on_driver)
-    run.work["linkage_reclustered"] = int(stars.agg(F.sum(SPLIT)).first()[0] or 0)
-    return components, stars.select(C.DOC_ID, C.CLUSTER_ID)
 
 
 def caught(near: DataFrame, lsh) -> lsh_kernel.Caught:
