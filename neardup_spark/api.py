@@ -73,6 +73,7 @@ def options(
     keep: str | Sequence[str] | None = None,
     method: str | None = None,
     mode: str | None = None,
+    scratch: str | None = None,
 ) -> Config:
     """`config` (default: the built-in defaults) with the keyword settings applied and validated.
 
@@ -82,12 +83,14 @@ def options(
     threshold is the extra Jaccard check and needs simhash.verify_jaccard.
     keep: a keeper rule ("earliest", "source_priority", "longest",
     "smallest_id") or several, applied in order.
+    scratch: a schema for intermediate tables instead of caching (cluster.scratch), where the
+    session cannot persist or checkpoint (Databricks serverless).
     """
     cfg = config if config is not None else Config()
     if config is not None and not isinstance(config, Config):
         raise ConfigError(f"config must be a neardup_spark.Config; got {type(config).__name__}")
     overrides: dict[str, Any] = {"input.id_col": id_col, "input.text_col": text_col,
-                                 "match.method": method, "match.mode": mode}
+                                 "match.method": method, "match.mode": mode, "cluster.scratch": scratch}
     if keep is not None:
         overrides["keeper.rules"] = [keep] if isinstance(keep, str) else list(keep)
     cfg = cfg.with_overrides(overrides)
@@ -122,8 +125,8 @@ def deduplicate(df: DataFrame, config: Config | None = None, **settings: Any) ->
 
     `df` has an id column and a text column (cfg.input.id_col and text_col,
     or the id_col= and text_col= keywords); the other keywords are those of
-    `options`. The result's DataFrames are persisted: call
-    `result.unpersist()` when done. Nothing is written.
+    `options`. The result's DataFrames are persisted (with `scratch`, read from
+    tables in that schema): call `result.unpersist()` when done. Nothing is written.
     """
     with _package_on_workers(), sized(df.sparkSession):
         return pipeline.deduplicate(df, resolve(options(config, **settings)))
@@ -197,8 +200,9 @@ def _run(spark: SparkSession, cfg: Config, plan) -> Report:
     # is recomputed from them.
     with checkpoint_dir(spark, cfg, cfg.output.path), sized(spark, input_bytes_of(cfg.input)):
         result = pipeline.deduplicate(raw, plan)
-        writing = Runner(spark)
-        with publishing(spark, cfg.output.path, cfg.output.mode, leftovers=(PROBE_PREFIX,)) as pub:
+        writing = Runner(spark, scratch=cfg.cluster.scratch)
+        with result._runner.released_on_error(), \
+                publishing(spark, cfg.output.path, cfg.output.mode, leftovers=(PROBE_PREFIX,)) as pub:
             with writing.stage("write"):
                 tables = write_outputs(spark, result, cfg, pub)
             plots = None

@@ -154,6 +154,10 @@ class ClusterConfig:
     # (numpy, one job) whatever the backend: an iterative Spark job costs seconds in
     # scheduling alone. 0: always the backend.
     driver_max_edges: int = 2_000_000
+    # A schema (schema or catalog.schema) for the run's intermediate tables, where the session
+    # cannot persist or checkpoint (Databricks serverless): each stage boundary is written
+    # there and read back, and dropped when the run is done. "": cache as usual.
+    scratch: str = ""
 
 
 @dataclass(frozen=True)
@@ -419,6 +423,10 @@ def validate(cfg: Config) -> None:
     _one_of(cfg.cluster.checkpoint, CHECKPOINT_MODES, "cluster.checkpoint")
     _check(cfg.cluster.max_iterations >= 1, "cluster.max_iterations must be >= 1")
     _check(cfg.cluster.checkpoint_interval >= 1, "cluster.checkpoint_interval must be >= 1")
+    parts = cfg.cluster.scratch.split(".")
+    _check(not cfg.cluster.scratch or (len(parts) <= 2 and all(p.strip() for p in parts) and "/" not in parts[-1]),
+           f"cluster.scratch must name a schema (schema or catalog.schema) the run may write tables to; "
+           f"got {cfg.cluster.scratch!r}")
     _check(0 <= cfg.cluster.driver_max_edges <= 100_000_000,
            f"cluster.driver_max_edges must be in [0, 100000000]; got {cfg.cluster.driver_max_edges}")
     _check(len(cfg.keeper.rules) >= 1, "keeper.rules must name at least one rule")

@@ -102,6 +102,9 @@ SPARK = (
     _opt("--shuffle-partitions", "spark.shuffle_partitions", type=int),
     _opt("--conf", "spark.conf", to=_conf, action="append", default=[], metavar="KEY=VALUE",
          help="extra Spark setting"),
+    _opt("--scratch", "cluster.scratch", metavar="SCHEMA",
+         help="write intermediate results as tables in this schema instead of caching them, for sessions "
+              "that cannot persist or checkpoint (Databricks serverless)"),
 )
 PARAMS = (
     _opt("--preset", choices=sorted(f.stem for f in PRESETS.glob("*.toml")),

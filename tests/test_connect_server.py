@@ -185,6 +185,25 @@ def test_nightly_tables_and_calibrate_through_the_server(spark, server, client_o
     assert abs(remote["noise_p99"] - classic["noise_p99"]) < 0.02
 
 
+def test_a_serverless_like_client_runs_with_scratch_tables(spark, server, client_only, tmp_path):
+    """A Connect-only client whose session refuses persist, checkpoints and all but a few settings,
+    as Databricks serverless does: without cluster.scratch one line naming it; with it, the
+    golden outputs of the sample, a nightly index equal to one full run, and no table left."""
+    from .test_golden import _check, _hashes
+
+    url, work = server
+    paths = oracles.split_into_nights(pd.read_json(SAMPLE, lines=True), tmp_path, seed=1, nights=2)
+    proc = _client([str(ROOT / "tests" / "scripts" / "connect_client.py"), url, "serverless", str(tmp_path), *paths],
+                   work, client_only)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "cluster.scratch" in got["refusal"] and "\n" not in got["refusal"], got["refusal"]
+    assert got["documents"] == 1000 and got["left"] == []
+    _check("sample", _hashes(tmp_path / "run"))
+    full = frames.full_run(spark, SAMPLE, tmp_path, Config().with_overrides({"input.format": "jsonl"}))
+    frames.assert_same_clusters(pd.read_parquet(tmp_path / "export" / "clusters"), pd.read_parquet(full / "clusters"))
+
+
 def test_the_readme_library_example_runs_on_the_server(spark, server, client_only):
     """The README's `deduplicate` example, from the Connect-only client: the counts and keepers
     of the same example on a classic session."""

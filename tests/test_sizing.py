@@ -175,3 +175,39 @@ def test_a_run_without_config_sizes_itself_and_says_so(tmp_path):
     want = sizing.driver_memory_for(SAMPLE.stat().st_size, sizing.physical_memory())
     assert used["driver_memory"] == want and used["driver_memory_from"].startswith("sized for")
     assert "spark     8 shuffle partitions (sized for local[2]: 2 cores" in proc.stdout
+
+
+class _Refusing(_Conf):
+    """A serverless session's conf: only some of Spark's keys may be set."""
+
+    def __init__(self, values, allowed):
+        super().__init__(values)
+        self.allowed = allowed
+
+    def set(self, key, value):
+        if key not in self.allowed:
+            raise RuntimeError(f"[CONFIG_NOT_AVAILABLE] Configuration {key} is not available.")
+        super().set(key, value)
+
+    def unset(self, key):
+        self.set(key, None)
+        self.values.pop(key, None)
+
+
+@pytest.mark.parametrize("allowed", [{sizing.SHUFFLE_PARTITIONS}, set()], ids=["partitions", "nothing"])
+def test_a_session_that_refuses_settings_is_sized_in_the_report_only(monkeypatch, allowed):
+    """No conf key is set that the session refuses, none is left behind, no error escapes, and
+    the report says what sizing chose (or would have chosen)."""
+    monkeypatch.setattr(sizing, "_was_set", lambda s, k: False)
+    session = _Session()
+    session.conf = _Refusing({}, allowed)
+    with pytest.raises(ValueError, match="a failed run"):
+        with sizing.sized(session) as used:
+            if allowed:
+                assert used.shuffle_partitions == 8 and used.partitions_from.startswith("sized for local[2]")
+            else:
+                assert "refused spark.sql.shuffle.partitions=8" in used.partitions_from
+            with sizing.sized(session) as inner:  # nested: nothing more is tried
+                assert inner.partitions_from == used.partitions_from
+            raise ValueError("a failed run")
+    assert session.conf.values == {} and sizing.describe(session).partitions_from == "set"

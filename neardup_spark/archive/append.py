@@ -116,12 +116,12 @@ def _append(spark: SparkSession, plan: Plan, idx: ix.Index, start: float) -> Rep
     cfg = plan.cfg
     # The batch's frames are small, and each is read several times by plans that would
     # otherwise nest every earlier one: boundaries cut their lineage.
-    run = Runner(spark, cut=True)
+    run = Runner(spark, cut=True, scratch=cfg.cluster.scratch)
     night = Night(spark, plan, idx, run)
     counts = run.counts
     raw = read_input(spark, cfg)
-    docs = run.keep(checked_documents(raw, cfg, run).withColumn(ix.TEXT_DIGEST, text_digest(F.col(C.TEXT))))
     try:
+        docs = run.keep(checked_documents(raw, cfg, run).withColumn(ix.TEXT_DIGEST, text_digest(F.col(C.TEXT))))
         with run.stage("lookup"):
             # Two small independent jobs, run at once: each waits on scheduling more than it works.
             known: dict[str, int] = {}

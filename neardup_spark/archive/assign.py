@@ -37,7 +37,8 @@ def assign(night: Night, found: Matched) -> DataFrame:
         met_clusters = found.met.join(current.withColumnRenamed(C.DOC_ID, ADOC), ADOC).select(C.NID, C.CLUSTER_ID)
         if not small:  # read by several jobs of the distributed path
             met_clusters = run.keep(met_clusters, now=True)
-        comps, arch_comp = grouped_components(found.edges, met_clusters, C.CLUSTER_ID, plan.cfg, run.work, most)
+        comps, arch_comp = grouped_components(found.edges, met_clusters, C.CLUSTER_ID, plan.cfg, run.work, most,
+                                              run.scratch)
         counts["archived_clusters_touched"] = run.work.pop("groups")
         touched = arch_comp.select(C.CLUSTER_ID)
         members = run.keep(idx.members_of(spark, F.broadcast(touched) if small else touched), now=True)

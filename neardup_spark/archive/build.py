@@ -74,7 +74,7 @@ def _write_build_part(spark: SparkSession, plan: Plan, store, pub: Publication |
     banded = table.where(~F.col(C.IS_EMPTY)).join(result.copies.select(C.NID), C.NID, "left_anti")
     bands = banded.select(F.explode(C.BANDS).alias(C.BUCKET), C.DOC_ID)
     part = ix.new_part_name(1)
-    run = Runner(spark)
+    run = Runner(spark, scratch=cfg.cluster.scratch)
     with run.stage("write_index"):
         keys = None
         if result.boilerplate is not None:

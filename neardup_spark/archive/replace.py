@@ -84,7 +84,7 @@ def _recluster(night: Night, rest: DataFrame, edges: DataFrame) -> DataFrame:
     """Connected components of the remaining members rest(assign columns, _nid) over edges,
     their keepers, and the rows that changed (with _moved)."""
     spark, plan, idx = night.spark, night.plan, night.idx
-    comps = connected_components(edges, plan.cfg)
+    comps = connected_components(edges, plan.cfg, scratch=night.run.scratch)
     comps = comps.select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias("_comp"))
     grouped = rest.join(comps, C.NID, "left").withColumn("_comp", F.coalesce("_comp", C.NID))
     view = grouped.select(C.DOC_ID, "_comp", F.col(C.CLUSTER_ID).alias("_old_cluster"),

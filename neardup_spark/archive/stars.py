@@ -86,7 +86,7 @@ def restar(plan: Plan, documents: DataFrame, edges: DataFrame, run: Runner) -> D
     documents) + edges(doc_a, doc_b) among them, both by internal id -> (cluster columns, component_id, _from_batch) of every document."""
     cfg = plan.cfg
     first = sticky_keys(plan)
-    comps = run.keep(connected_components(edges, cfg, run.work), now=True)
+    comps = run.keep(connected_components(edges, cfg, run.work, run.scratch), now=True)
     ranking = documents.select(C.NID, C.DOC_ID, C.IS_EMPTY, C.EXACT_HASH, TEXT_LEN, *keeper_columns(plan.keeper),
                                FROM_BATCH, _WAS_KEEPER)
     stars = keeper_stars(edges, ranking, plan, run, first=first, components=comps)

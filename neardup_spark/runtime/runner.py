@@ -10,6 +10,8 @@ stages inside `runner.stage(name)` blocks; the runner
 - materialises a stage boundary by one policy (`materialise`): persisted,
   and with `cut` also the lineage cut (a local checkpoint), for the nightly
   append's many small frames whose plans would otherwise nest every earlier one;
+  or, where the session cannot cache (Databricks serverless), written to a scratch
+  table and read back (`runtime.scratch`, cluster.scratch);
 - drops a boundary as soon as no later stage reads it (`drop`), so that Spark's
   cleaner can delete the shuffle files behind it during the run rather than at
   its end (at 10M documents verify's shuffle alone is tens of GB of local disk);
@@ -34,8 +36,10 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
+from neardup_spark.errors import NeardupError
 from neardup_spark.runtime.progress import current_progress, task_counter
 from neardup_spark.runtime.report import Report
+from neardup_spark.runtime.scratch import Scratch, refused
 
 
 # --- How the pipeline caches what later stages read again ----------------------
@@ -59,14 +63,25 @@ CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK_DESER
 KEEP, LOCAL, RELIABLE = "keep", "local", "reliable"
 
 
-def materialise(df: DataFrame, how: str = KEEP) -> DataFrame:
+def materialise(df: DataFrame, how: str = KEEP, scratch: Scratch | None = None) -> DataFrame:
     """df, lazily kept by `how` (LOCAL, RELIABLE, or anything else, e.g. cluster.checkpoint
-    "none": KEEP): the next action computes and stores it."""
-    if how == LOCAL:
-        return df.localCheckpoint(eager=False)
-    if how == RELIABLE:
-        return df.checkpoint(eager=False)
-    return df.persist(CACHE_LEVEL)
+    "none": KEEP): the next action computes and stores it. With a `scratch`, whatever `how`
+    says, df is written to a scratch table now and read back (see `runtime.scratch`).
+
+    A session that refuses to persist or checkpoint (Databricks serverless) gets a one-line
+    error naming cluster.scratch."""
+    if scratch is not None:
+        return scratch.write(df)
+    try:
+        if how == LOCAL:
+            return df.localCheckpoint(eager=False)
+        if how == RELIABLE:
+            return df.checkpoint(eager=False)
+        return df.persist(CACHE_LEVEL)
+    except Exception as exc:  # persist and checkpoints only plan on classic sessions: a refusal
+        if isinstance(exc, NeardupError):
+            raise
+        raise refused(exc, "persist" if how not in (LOCAL, RELIABLE) else "checkpoint") from exc
 
 
 def drop_checkpoint(df: DataFrame) -> None:
@@ -79,7 +94,14 @@ def drop_checkpoint(df: DataFrame) -> None:
         pass
 
 
-def _unkeep(df: DataFrame, how: str) -> None:
+def unkeep(df: DataFrame, how: str = KEEP, scratch: Scratch | None = None) -> None:
+    """Undo `materialise(df, how, scratch)`: unpersisted, its checkpoint blocks or its scratch
+    table dropped."""
+    if scratch is not None and scratch.holds(df):
+        scratch.drop(df)
+        return
+    if scratch is not None:
+        return  # a frame of a scratch run that was never kept: nothing to undo
     df.unpersist()
     if how == LOCAL:
         drop_checkpoint(df)
@@ -88,12 +110,14 @@ def _unkeep(df: DataFrame, how: str) -> None:
 class Runner:
     """Stage names, wall times, kept frames and figures of one run (see the module doc).
 
-    `cut`: boundaries are local checkpoints instead of persisted frames.
+    `cut`: boundaries are local checkpoints instead of persisted frames. `scratch`: a schema
+    (cluster.scratch): every boundary is a table written there instead (`runtime.scratch`).
     """
 
-    def __init__(self, spark: SparkSession, cut: bool = False):
+    def __init__(self, spark: SparkSession, cut: bool = False, scratch: str = ""):
         self.spark = spark
         self.cut = cut
+        self.scratch = Scratch(spark, scratch) if scratch else None
         self.seconds: dict[str, float] = {}
         self.counts: dict[str, int] = {}  # figures of the result
         self.work: dict[str, int] = {}  # how the run got there (e.g. components_rounds): may vary with ids
@@ -129,7 +153,7 @@ class Runner:
         numbered by position."""
         if how is None:
             how = LOCAL if (self.cut if cut is None else cut) else KEEP
-        kept = materialise(df, how)
+        kept = materialise(df, how, self.scratch)
         with self._kept_lock:
             self.kept.append((kept, how))
         if now:
@@ -153,7 +177,22 @@ class Runner:
         with self._kept_lock:
             kept, self.kept = self.kept, []
         for df, how in kept:
-            _unkeep(df, how)
+            unkeep(df, how, self.scratch)
+        if self.scratch is not None:
+            self.scratch.drop_all()  # also the tables stages wrote themselves (components' rounds)
+
+    @contextmanager
+    def released_on_error(self) -> Iterator[None]:
+        """`release` if the block raises (scratch tables are not left behind by a failed run);
+        the block's error is the one raised."""
+        try:
+            yield
+        except BaseException:
+            try:
+                self.release()
+            except Exception:  # noqa: BLE001 - a dead session: the block's error says more
+                pass
+            raise
 
     def drop(self, *frames: DataFrame) -> None:
         """Release these kept frames now, as no later stage reads them. Spark's cleaner deletes
@@ -165,7 +204,7 @@ class Runner:
             dropped = [kept for kept in self.kept if id(kept[0]) in ids]
             self.kept = [kept for kept in self.kept if id(kept[0]) not in ids]
         for df, how in dropped:
-            _unkeep(df, how)
+            unkeep(df, how, self.scratch)
         self._collect = True
 
     def _collect_garbage(self) -> None:

@@ -206,13 +206,18 @@ def _conf(spark, key: str) -> str:
         return ""
 
 
+# What `sized` chose, for sessions that refuse our own key (Databricks serverless lets a
+# session set only a few of Spark's): by id of the session object, while the block runs.
+_NOTED: dict[int, str] = {}
+
+
 def describe(spark) -> Sizing:
     """What the session uses now, and why, for the report."""
     from neardup_spark.runtime.routing import shuffle_partitions
 
     memory = _conf(spark, DRIVER_MEMORY)
-    return Sizing(shuffle_partitions(spark), _conf(spark, SIZED_PARTITIONS) or "set", memory,
-                  _conf(spark, SIZED_MEMORY) or ("set" if memory else ""))
+    why = _conf(spark, SIZED_PARTITIONS) or _NOTED.get(id(spark)) or "set"
+    return Sizing(shuffle_partitions(spark), why, memory, _conf(spark, SIZED_MEMORY) or ("set" if memory else ""))
 
 
 def _was_set(spark, key: str) -> bool:
@@ -222,28 +227,51 @@ def _was_set(spark, key: str) -> bool:
         return True
 
 
+def _tried(action) -> bool:
+    """Whether the session let `action` (a conf change) happen."""
+    try:
+        action()
+        return True
+    except Exception:  # noqa: BLE001 - a key the session does not let anyone set
+        return False
+
+
 @contextmanager
 def sized(spark, input_bytes: int | None = None) -> Iterator[Sizing]:
     """Within the block, a session whose shuffle partitions nobody chose uses sized ones
     (then set back as they were: a notebook's session is the user's); yields what the run
-    uses. Inside another `sized` block it changes nothing."""
-    chosen = None if _conf(spark, SIZED_PARTITIONS) else session_partitions(spark, input_bytes)
+    uses. Inside another `sized` block it changes nothing. A session that refuses the
+    setting keeps its own, and the report says what sizing would have chosen."""
+    chosen = None
+    if not (_conf(spark, SIZED_PARTITIONS) or id(spark) in _NOTED):
+        chosen = session_partitions(spark, input_bytes)
     if chosen is None:
         yield describe(spark)
         return
     parts, why = chosen
     was_set = _was_set(spark, SHUFFLE_PARTITIONS)
     before = spark.conf.get(SHUFFLE_PARTITIONS, SPARK_DEFAULT_PARTITIONS)
+    if not _tried(lambda: spark.conf.set(SHUFFLE_PARTITIONS, str(parts))):
+        _NOTED[id(spark)] = f"the session's own: it refused {SHUFFLE_PARTITIONS}={parts} ({why})"
+        try:
+            yield describe(spark)
+        finally:
+            _NOTED.pop(id(spark), None)
+        return
+    noted = _tried(lambda: spark.conf.set(SIZED_PARTITIONS, why))
+    if not noted:
+        _NOTED[id(spark)] = why
     try:
-        spark.conf.set(SHUFFLE_PARTITIONS, str(parts))
-        spark.conf.set(SIZED_PARTITIONS, why)
         yield describe(spark)
     finally:
+        # Each set back on its own: one the session refuses never hides the block's error.
         if was_set:
-            spark.conf.set(SHUFFLE_PARTITIONS, before)
+            _tried(lambda: spark.conf.set(SHUFFLE_PARTITIONS, before))
         else:
-            spark.conf.unset(SHUFFLE_PARTITIONS)
-        spark.conf.unset(SIZED_PARTITIONS)
+            _tried(lambda: spark.conf.unset(SHUFFLE_PARTITIONS))
+        if noted:
+            _tried(lambda: spark.conf.unset(SIZED_PARTITIONS))
+        _NOTED.pop(id(spark), None)
 
 
 def input_bytes_of(input_cfg) -> int | None:

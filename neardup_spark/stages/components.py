@@ -33,13 +33,18 @@ from neardup_spark import columns as C
 from neardup_spark.config import Config
 from neardup_spark.errors import BackendError, ConvergenceError, one_line
 from neardup_spark.kernels.graph import driver_components
-from neardup_spark.runtime.runner import KEEP, materialise
+from neardup_spark.runtime.runner import KEEP, materialise, unkeep
+from neardup_spark.runtime.scratch import Scratch
 
 SRC, DST = "src", "dst"
 
 
-def connected_components(edges: DataFrame, cfg: Config, stats: dict | None = None) -> DataFrame:
+def connected_components(edges: DataFrame, cfg: Config, stats: dict | None = None,
+                         scratch: Scratch | None = None) -> DataFrame:
     """edges(doc_a, doc_b) -> (doc_id, cluster_id) for every document in an edge.
+
+    `scratch` (the run's, with cluster.scratch): where the rounds are kept instead of
+    cached; their tables are dropped as the rounds go, the rest with the run's.
 
     `stats`, if given, receives "components_on_driver" (1 or 0: which path ran),
     "components_edges" (distinct edges, when the driver path is enabled) and
@@ -48,7 +53,7 @@ def connected_components(edges: DataFrame, cfg: Config, stats: dict | None = Non
     # Start from a checkpoint: the pairs' plan carries the whole pipeline, and an
     # iterative algorithm that re-plans it every round builds plan strings large
     # enough to exhaust the driver heap (seen with GraphFrames).
-    pairs = _materialise(pairs.distinct(), cfg.cluster.checkpoint, True)
+    pairs = _materialise(pairs.distinct(), cfg.cluster.checkpoint, True, scratch)
     stats = stats if stats is not None else {}
     on_driver = False
     if cfg.cluster.driver_max_edges:
@@ -61,7 +66,7 @@ def connected_components(edges: DataFrame, cfg: Config, stats: dict | None = Non
         return _on_driver(pairs)
     if cfg.cluster.backend == "graphframes":
         return _graphframes(pairs, cfg)
-    return _star_contraction(pairs, cfg, stats)
+    return _star_contraction(pairs, cfg, stats, scratch)
 
 
 def solved_on_driver(cfg: Config, edges: int | None) -> bool:
@@ -76,7 +81,7 @@ COMP = "_comp"  # a component's name: the same for all of its nodes, and meaning
 
 
 def grouped_components(edges: DataFrame, grouped: DataFrame, group: str, cfg: Config, stats: dict,
-                       edges_at_most: int) -> tuple[DataFrame, DataFrame]:
+                       edges_at_most: int, scratch: Scratch | None = None) -> tuple[DataFrame, DataFrame]:
     """Connected components of a graph in which the nodes of a group count as one node.
 
     edges(doc_a, doc_b) over node ids, the ungrouped ones >= 0; grouped(_nid, `group`) names
@@ -97,7 +102,7 @@ def grouped_components(edges: DataFrame, grouped: DataFrame, group: str, cfg: Co
     a = a.select(F.coalesce(GROUP_NODE, C.DOC_A).alias(C.DOC_A), C.DOC_B)
     b = a.join(node_of.withColumnRenamed(C.NID, C.DOC_B), C.DOC_B, "left")
     graph = b.select(C.DOC_A, F.coalesce(GROUP_NODE, C.DOC_B).alias(C.DOC_B))
-    comps = connected_components(graph, cfg, stats)
+    comps = connected_components(graph, cfg, stats, scratch)
     labels = comps.select(F.col(C.DOC_ID).alias(GROUP_NODE), F.col(C.CLUSTER_ID).alias(COMP))
     groups = names.join(labels, GROUP_NODE).select(group, COMP)
     nodes = comps.where(F.col(C.DOC_ID) >= 0).select(F.col(C.DOC_ID).alias(C.NID), F.col(C.CLUSTER_ID).alias(COMP))
@@ -219,17 +224,17 @@ def _is_star_forest(edges: DataFrame) -> bool:
     return bad.limit(1).count() == 0
 
 
-def _materialise(df: DataFrame, mode: str, checkpoint_now: bool) -> DataFrame:
+def _materialise(df: DataFrame, mode: str, checkpoint_now: bool, scratch: Scratch | None) -> DataFrame:
     """Keep this round's edges; every few rounds also cut the lineage (cluster.checkpoint)."""
-    return materialise(df, mode if checkpoint_now else KEEP)
+    return materialise(df, mode if checkpoint_now else KEEP, scratch)
 
 
-def _star_contraction(edges: DataFrame, cfg: Config, stats: dict) -> DataFrame:
+def _star_contraction(edges: DataFrame, cfg: Config, stats: dict, scratch: Scratch | None) -> DataFrame:
     for round_no in range(1, cfg.cluster.max_iterations + 1):
         nxt = _small_star(_large_star(edges))
-        nxt = _materialise(nxt, cfg.cluster.checkpoint, round_no % cfg.cluster.checkpoint_interval == 0)
+        nxt = _materialise(nxt, cfg.cluster.checkpoint, round_no % cfg.cluster.checkpoint_interval == 0, scratch)
         done = _is_star_forest(nxt)  # the action that computes (and caches) this round
-        edges.unpersist()
+        unkeep(edges, KEEP, scratch)
         edges = nxt
         stats["components_rounds"] = round_no
         if done:

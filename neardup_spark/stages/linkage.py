@@ -64,7 +64,7 @@ def keeper_stars(edges: DataFrame, index: DataFrame, plan: Plan, run: Runner, fi
     the star of their component's first keeper)."""
     cfg = plan.cfg
     if components is None:
-        components = connected_components(edges, cfg, run.work)
+        components = connected_components(edges, cfg, run.work, run.scratch)
     limit = cfg.cluster.driver_max_edges
     n_edges = run.work.get("components_edges")
     on_driver = bool(limit) and n_edges is not None and n_edges <= limit

@@ -30,7 +30,7 @@ from neardup_spark.plan import Plan
 from neardup_spark.runtime.parallel import in_background
 from neardup_spark.runtime.report import Report
 from neardup_spark.runtime import sizing
-from neardup_spark.runtime.runner import KEEP, LOCAL, Runner, drop_checkpoint
+from neardup_spark.runtime.runner import KEEP, LOCAL, Runner
 from neardup_spark.stages import boilerplate
 from neardup_spark.stages import containment
 from neardup_spark.stages.banding import representatives
@@ -51,7 +51,8 @@ _ADOC = C.ADOC
 
 @dataclass
 class DedupResult:
-    """What a run produced. DataFrames are persisted; call `unpersist()` when done."""
+    """What a run produced. DataFrames are kept (persisted, or scratch tables with
+    cluster.scratch); call `unpersist()` when done."""
 
     clusters: DataFrame  # doc_id, cluster_id, is_keeper, keeper_id, status
     pairs: DataFrame  # doc_a, doc_b, jaccard, containment_a, containment_b
@@ -62,16 +63,13 @@ class DedupResult:
     copies: DataFrame | None = field(default=None, repr=False)  # _nid, exact_rep of exact copies
     # keeper linkage: doc_id, component_id (the smallest doc_id of its component of verified pairs)
     components: DataFrame | None = field(default=None, repr=False)
-    _cached: list[DataFrame] = field(default_factory=list, repr=False)
-    _checkpoints: list[DataFrame] = field(default_factory=list, repr=False)  # those of _cached cut locally
+    _runner: Runner | None = field(default=None, repr=False)  # holds what the frames read
 
     def unpersist(self) -> None:
-        for df in self._cached:
-            df.unpersist()
-        for df in self._checkpoints:
-            drop_checkpoint(df)
-        self._cached.clear()
-        self._checkpoints.clear()
+        """Release what the frames read (cached blocks, checkpoints, scratch tables): they are
+        not to be read afterwards."""
+        if self._runner is not None:
+            self._runner.release()
 
 
 @dataclass
@@ -155,7 +153,7 @@ def prepared(raw: DataFrame, plan: Plan, run: Runner | None = None, digest: bool
     boilerplate is found on all of them); counts["sampled_documents"] says how many.
     """
     cfg = plan.cfg
-    run = run or Runner(raw.sparkSession)
+    run = run or Runner(raw.sparkSession, scratch=cfg.cluster.scratch)
     docs = checked_documents(raw, cfg, run)
     n_docs = run.counts["documents"]
     found = None
@@ -287,9 +285,14 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     Raises InputError before heavy work for missing columns, wrong types,
     malformed JSON, null or duplicate ids.
     """
+    run = Runner(raw.sparkSession, scratch=plan.cfg.cluster.scratch)
+    with run.released_on_error():
+        return _deduplicated(raw, plan, run, digest)
+
+
+def _deduplicated(raw: DataFrame, plan: Plan, run: Runner, digest: bool) -> DedupResult:
     cfg = plan.cfg
     notes = in_background(lambda: plan.advice)  # pure Python: computed while Spark works
-    run = Runner(raw.sparkSession)
     v = verified(raw, plan, run, digest)
     table, counts, edges = v.prep.table, run.counts, v.edges
 
@@ -297,10 +300,11 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     with run.stage("components"):
         components = None
         if cfg.cluster.linkage == "keeper":
-            components = run.keep(connected_components(edges, cfg, run.work), now=True)
+            components = run.keep(connected_components(edges, cfg, run.work, run.scratch), now=True)
             comps = keeper_stars(edges, index, plan, run, components=components)
         else:
-            comps = connected_components(edges, cfg, run.work)  # iterates with its own actions; read once below
+            # It iterates with its own actions; read once below.
+            comps = connected_components(edges, cfg, run.work, run.scratch)
 
     with run.stage("keepers"):
         chosen = run.keep(choose_keepers(index, plan.keeper, comps, keep=[C.NID, C.EXACT_HASH], size_as=_SIZE))
@@ -340,8 +344,7 @@ def deduplicate(raw: DataFrame, plan: Plan, digest: bool = False) -> DedupResult
     if components is not None:
         components = component_ids(index, components)
     lines = boilerplate.lines_frame(raw.sparkSession, v.prep.lines) if v.prep.lines is not None else None
-    return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, components, [df for df, _ in run.kept],
-                       [df for df, how in run.kept if how == LOCAL])
+    return DedupResult(clusters, pairs, dedup, report, lines, table, v.copies, components, run)
 
 
 def caught(near: DataFrame, lsh) -> lsh_kernel.Caught:

@@ -140,7 +140,12 @@ def score(
     id_c, id_l = _check_columns(clusters, labels, id_col, cluster_col, label_col, edit_col)
     # Cached for the call: one row per id, read by every sum and by the per-edit
     # job; without it each branch re-reads and re-shuffles both inputs.
-    docs = _documents(clusters, labels, id_c, id_l, cluster_col, label_col, edit_col).persist()
+    # A session that cannot cache (Databricks serverless) computes it for each job instead.
+    docs = _documents(clusters, labels, id_c, id_l, cluster_col, label_col, edit_col)
+    try:
+        docs = docs.persist()
+    except Exception:  # noqa: BLE001 - refused: the same figures, computed more than once
+        return _score(docs, edit_col, original)
     try:
         return _score(docs, edit_col, original)
     finally:
