@@ -15,7 +15,7 @@ __all__ = [
     # configuration and errors (imported with the package)
     "Config", "ConfigError", "load_config", "NeardupError", "InputError", "BackendError", "__version__",
     # DataFrames in, DataFrames out
-    "deduplicate", "DedupResult", "options", "read", "session", "SAMPLE", "progress",
+    "deduplicate", "DedupResult", "options", "read", "session", "ship", "SAMPLE", "progress",
     # paths in, outputs and indexes out
     "run", "Report", "preflight", "build_index", "append", "export", "compact_index", "vacuum_index",
     # choosing settings and judging results

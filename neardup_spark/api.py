@@ -43,6 +43,7 @@ from neardup_spark.runtime.runner import Runner
 from neardup_spark.runtime.jvm import log_dir
 from neardup_spark.runtime.masters import is_local_master, master_of, planned_master, remote_of
 from neardup_spark.runtime.session import build_session, owned_session
+from neardup_spark.runtime.shipping import package_zip
 from neardup_spark.runtime.sizing import input_bytes_of, sized
 from neardup_spark.runtime.storage import PROBE_PREFIX, checkpoint_dir, probe_executor_writes
 from neardup_spark.runtime.tables import require_kept, table_name
@@ -302,6 +303,13 @@ def session(config: Config | None = None, **spark_settings: Any) -> SparkSession
     remote="sc://host:15002", conf={...}). A session built here stays up: `spark.stop()` ends it."""
     cfg = (config or Config()).with_overrides({f"spark.{k}": v for k, v in spark_settings.items()})
     return SparkSession.getActiveSession() or build_session(cfg.spark)
+
+
+def ship(spark: SparkSession) -> None:
+    """Ship this package to a Spark Connect session's Python workers (they run its UDFs), once per
+    session: for a notebook whose cluster does not have it installed. The `neardup` command
+    does this itself for an sc:// server."""
+    spark.addArtifacts(package_zip(), pyfile=True)
 
 
 @contextmanager

@@ -124,5 +124,5 @@ def unshipped(exc: BaseException) -> NeardupError | None:
         return None
     return NeardupError(
         f"Spark's Python workers cannot import neardup_spark ({_NO_PACKAGE}): install the package on the "
-        "cluster, or ship it once per session with spark.addArtifacts(neardup_spark.runtime.shipping.package_zip(), "
-        "pyfile=True) (the neardup command does this itself)")
+        "cluster, or ship it once per session with neardup_spark.ship(spark) (the neardup command does this "
+        "itself)")

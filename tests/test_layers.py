@@ -286,3 +286,28 @@ def test_notebooks_use_public_names_only():
                 bad += [f"{path.name}:{node.lineno}: import {a.name}" for a in node.names
                         if a.name.startswith("neardup_spark")]
     assert bad == []
+
+
+def test_docs_use_public_names_only():
+    # README and the user docs (not the architecture page, which maps the internals) show code
+    # with `neardup_spark.NAME` for a public name, and import nothing from a module under it.
+    import re
+
+    import neardup_spark
+
+    # Not code to copy: the wheel renamed for --py-files, the list itself, and the module a Spark
+    # setting names (spark.python.daemon.module).
+    allowed = {"zip", "__all__", "worker_daemon"}
+    bad = []
+    pages = [PACKAGE.parent / "README.md", *sorted((PACKAGE.parent / "docs").glob("*.md"))]
+    for page in pages:
+        if page.name == "architecture.md":
+            continue
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r"\bneardup_spark\.([A-Za-z_]\w*)", text):
+            if m.group(1) not in {*neardup_spark.__all__, *allowed}:
+                bad.append(f"{page.name}: neardup_spark.{m.group(1)}")
+        for m in re.finditer(r"from neardup_spark import (?:\(([^)]*)\)|([\w, ]+))", text):
+            names = {n.strip() for n in (m.group(1) or m.group(2)).split(",")} - {""}
+            bad += [f"{page.name}: from neardup_spark import {n}" for n in names if n not in neardup_spark.__all__]
+    assert bad == []

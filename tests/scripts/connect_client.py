@@ -19,9 +19,8 @@ url, case = sys.argv[1], sys.argv[2]
 spark = SparkSession.builder.remote(url).config("spark.sql.shuffle.partitions", "4").getOrCreate()
 ROOT = Path(__file__).resolve().parents[2]
 
-from neardup_spark import deduplicate  # noqa: E402
+from neardup_spark import deduplicate, ship  # noqa: E402
 from neardup_spark.api import SAMPLE  # noqa: E402
-from neardup_spark.runtime.shipping import package_zip  # noqa: E402
 
 if case == "unshipped":
     try:
@@ -29,11 +28,11 @@ if case == "unshipped":
     except Exception as exc:  # noqa: BLE001 - the server's error is the result
         text = str(exc)
         print(json.dumps({"failed": True, "no_package": "No module named 'neardup_spark'" in text,
-                          "one_line": "\n" not in text and "spark.addArtifacts(" in text, "error": text[:2000]}))
+                          "one_line": "\n" not in text and "neardup_spark.ship(spark)" in text, "error": text[:2000]}))
     else:
         print(json.dumps({"failed": False}))
 elif case == "readme":
-    spark.addArtifacts(package_zip(), pyfile=True)  # what docs/deploying.md says a notebook does
+    ship(spark)  # what docs/deploying.md says a notebook does
     spark.sql("CREATE DATABASE IF NOT EXISTS news")
     (spark.read.json(str(SAMPLE)).withColumnRenamed("id", "url").withColumnRenamed("text", "body")
      .write.mode("overwrite").saveAsTable("news.articles"))
@@ -67,7 +66,7 @@ elif case == "serverless":
 
     RuntimeConf.set = set_allowed
     RuntimeConf.unset = lambda self, key: set_allowed(self, key, None)
-    spark.addArtifacts(package_zip(), pyfile=True)
+    ship(spark)
     out, nights = Path(sys.argv[3]), sys.argv[4:6]
     try:
         deduplicate(spark.read.json(str(SAMPLE))).clusters.count()
