@@ -16,6 +16,8 @@ __all__ = [
     "Config", "ConfigError", "load_config", "NeardupError", "InputError", "BackendError", "__version__",
     # DataFrames in, DataFrames out
     "deduplicate", "DedupResult", "options", "read", "session", "ship", "SAMPLE", "progress",
+    # an archive index with DataFrames in and out (neardup_spark.archives)
+    "Archive", "Appended",
     # paths in, outputs and indexes out
     "run", "Report", "preflight", "build_index", "append", "export", "compact_index", "vacuum_index",
     # choosing settings and judging results
@@ -30,9 +32,14 @@ __all__ = [
 # the package: Spark's Python workers unpickle a UDF from one module and
 # should not pay for every stage, and the CLI imports it while the JVM starts.
 _EAGER = {"Config", "ConfigError", "load_config", "NeardupError", "InputError", "BackendError", "__version__"}
+_ARCHIVES = {"Archive", "Appended"}
 
 
 def __getattr__(name):
+    if name in _ARCHIVES:
+        from neardup_spark import archives
+
+        return getattr(archives, name)
     if name in __all__ and name not in _EAGER:
         from neardup_spark import api
 

@@ -108,7 +108,7 @@ def options(
 
 
 @contextmanager
-def _package_on_workers() -> Iterator[None]:
+def package_on_workers() -> Iterator[None]:
     """Workers that cannot import this package fail in their first UDF: say so in one line."""
     try:
         yield
@@ -129,7 +129,7 @@ def deduplicate(df: DataFrame, config: Config | None = None, **settings: Any) ->
     `options`. The result's DataFrames are persisted (with `scratch`, read from
     tables in that schema): call `result.unpersist()` when done. Nothing is written.
     """
-    with _package_on_workers(), sized(df.sparkSession):
+    with package_on_workers(), sized(df.sparkSession):
         return pipeline.deduplicate(df, resolve(options(config, **settings)))
 
 
@@ -147,7 +147,7 @@ def run(spark: SparkSession, cfg: Config) -> Report:
         return append(spark, cfg)
     plan = resolve(cfg)
     preflight(cfg, spark)
-    with _package_on_workers():
+    with package_on_workers():
         return _run(spark, cfg, plan)
 
 
@@ -245,14 +245,14 @@ def review_page(spark: SparkSession, output: str, *, per_stratum: int = 3) -> st
 
 def build_index(spark: SparkSession, cfg: Config, output: str | None = None) -> Report:
     """A new archive index at cfg.index.path from cfg.input (and, with `output`, a run's tables there)."""
-    with _package_on_workers(), sized(spark, input_bytes_of(cfg.input)):
+    with package_on_workers(), sized(spark, input_bytes_of(cfg.input)):
         return _build.build(spark, resolve(cfg), output)
 
 
 def append(spark: SparkSession, cfg: Config) -> Report:
     """cfg.input as tonight's batch: checked against the index at cfg.index.path, written to
     cfg.output.path and appended to the index in one commit."""
-    with _package_on_workers(), sized(spark, input_bytes_of(cfg.input)):
+    with package_on_workers(), sized(spark, input_bytes_of(cfg.input)):
         return _append.append(spark, resolve(cfg))
 
 

@@ -30,9 +30,11 @@ on a Hadoop filesystem by Spark's join.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import time
+from collections.abc import Iterator
 from concurrent.futures import wait
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -84,11 +86,16 @@ from neardup_spark.stages.write import (
 )
 
 
-def append(spark: SparkSession, plan: Plan) -> Report:
-    """Check cfg.input (today's batch) against the index and itself, write cfg.output, append the batch."""
+def append(spark: SparkSession, plan: Plan, raw: DataFrame | None = None) -> Report:
+    """Check cfg.input (today's batch; or the DataFrame `raw`) against the index and itself, write
+    cfg.output, append the batch. With `raw`, cfg.output.path may be empty: the night's tables
+    are then only in the index part (`ix.part_outputs`)."""
     cfg = plan.cfg
     supported(cfg)
-    require_io_paths(cfg)
+    if raw is None:
+        require_io_paths(cfg)
+    elif cfg.output.table and not cfg.output.path:
+        raise InputError("output.table needs output.path (the report and the commit's staging go there)")
     check_paths(cfg, master_of(spark), spark, may_exist=True)  # an existing output: see `_output_free`
     check_table_output(spark, cfg, APPEND_TABLES, may_exist=True)
     check_backend(spark, cfg)
@@ -99,8 +106,8 @@ def append(spark: SparkSession, plan: Plan) -> Report:
     idx.check_sets_readable(spark)
     ix.sets_folder(idx.store, "", cfg.index.set_layout)  # "files" where it cannot be: refused now
     probe_writes(spark, cfg.index.path, cfg.output.path)
-    with checkpoint_dir(spark, cfg, cfg.output.path):
-        return _append(spark, plan, idx, start)
+    with checkpoint_dir(spark, cfg, cfg.output.path or cfg.index.path):
+        return _append(spark, plan, idx, start, raw)
 
 
 def _check_band_probe(cfg, idx: ix.Index) -> None:
@@ -112,14 +119,14 @@ def _check_band_probe(cfg, idx: ix.Index) -> None:
             "an older version). Use 'auto' (or 'join'), or compact the index")
 
 
-def _append(spark: SparkSession, plan: Plan, idx: ix.Index, start: float) -> Report:
+def _append(spark: SparkSession, plan: Plan, idx: ix.Index, start: float, raw: DataFrame | None) -> Report:
     cfg = plan.cfg
     # The batch's frames are small, and each is read several times by plans that would
     # otherwise nest every earlier one: boundaries cut their lineage.
     run = Runner(spark, cut=True, scratch=cfg.cluster.scratch)
     night = Night(spark, plan, idx, run)
     counts = run.counts
-    raw = read_input(spark, cfg)
+    raw = read_input(spark, cfg) if raw is None else raw
     try:
         docs = run.keep(checked_documents(raw, cfg, run).withColumn(ix.TEXT_DIGEST, text_digest(F.col(C.TEXT))))
         with run.stage("lookup"):
@@ -151,7 +158,7 @@ def _output_free(spark, cfg: Config, replaying: str | None) -> None:
     """An existing output is refused (unless overwrite), except when this batch has landed
     (`replaying` is its fingerprint) and the output is what a killed run of it left: no
     report.json yet, or the report of this very batch. Its re-run then repairs it."""
-    if cfg.output.mode == "overwrite":
+    if cfg.output.mode == "overwrite" or not cfg.output.path:
         return
     if replaying is not None:
         report = finished_report(spark, cfg.output.path)
@@ -184,18 +191,30 @@ def _replay(night: Night, part: str, fingerprint: str, start: float) -> Report:
     """This batch was applied before: write the output that run wrote, change nothing.
     Existing tables are replaced whatever the output mode says (`_output_free` allowed it)."""
     spark, cfg, idx, run = night.spark, night.cfg, night.idx, night.run
-    with publishing(spark, cfg.output.path, "overwrite", leftovers=(PROBE_PREFIX,)) as pub:
-        tables = _copy_output(night, part, pub)
+    with _publishing(spark, cfg.output.path, "overwrite") as pub:
+        tables = _copy_output(night, part, pub) if pub is not None else None
         report = run.report(
             mode="append",
             replayed=True,
             index={"path": cfg.index.path, "version": idx.manifest["version"], "part": part, "batch": fingerprint},
             wall_seconds=round(time.perf_counter() - start, 3),
-            output=cfg.output.path,
+            output=cfg.output.path or None,
             tables=tables,
         )
-        pub.commit(report, expect=[] if tables else list(APPEND_TABLES))
+        if pub is not None:
+            pub.commit(report, expect=[] if tables else list(APPEND_TABLES))
     return report
+
+
+@contextlib.contextmanager
+def _publishing(spark: SparkSession, output: str, mode: str) -> Iterator[Publication | None]:
+    """A Publication to `output`, or None without one (a library append: the index part holds
+    the night's tables)."""
+    if not output:
+        yield None
+        return
+    with publishing(spark, output, mode, leftovers=(PROBE_PREFIX,)) as pub:
+        yield pub
 
 
 def _check_ids(night: Night, docs: DataFrame, documents: int, counts: dict):
@@ -342,7 +361,7 @@ def _write(night: Night, fingerprint: str, found: Matched, start: float) -> Repo
     version = idx.manifest["version"]
     part = ix.new_part_name(version + 1)
     part_dir = idx.part_path(part)
-    with publishing(spark, cfg.output.path, cfg.output.mode, leftovers=(PROBE_PREFIX,)) as pub:
+    with _publishing(spark, cfg.output.path, cfg.output.mode) as pub:
         with run.stage("write"):
             # The ids broadcast: a join planned from the kept frames' unknown sizes shuffled and
             # sorted every band row by _nid.
@@ -357,7 +376,7 @@ def _write(night: Night, fingerprint: str, found: Matched, start: float) -> Repo
                                             counts["new_documents"] - counts["replaced"], set_files=sets is not None)
                 versions.commit(idx.store, manifest, expected_version=version)
             kill_point("after_manifest")
-            tables = _copy_output(night, part, pub)
+            tables = _copy_output(night, part, pub) if pub is not None else None
         report = run.report(
             mode="append",
             replayed=False,
@@ -367,10 +386,11 @@ def _write(night: Night, fingerprint: str, found: Matched, start: float) -> Repo
             index={"path": cfg.index.path, "version": manifest["version"], "part": part, "batch": fingerprint,
                    "documents": manifest["documents"]},
             wall_seconds=round(time.perf_counter() - start, 3),
-            output=cfg.output.path,
+            output=cfg.output.path or None,
             tables=tables,
         )
-        pub.commit(report, expect=[] if tables else list(APPEND_TABLES))
+        if pub is not None:
+            pub.commit(report, expect=[] if tables else list(APPEND_TABLES))
     return report
 
 

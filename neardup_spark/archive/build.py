@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from neardup_spark import columns as C
@@ -30,8 +30,9 @@ from neardup_spark.stages.read import read_input
 from neardup_spark.stages.write import check_table_output, result_tables, write_outputs, writer_mode
 
 
-def build(spark: SparkSession, plan: Plan, output: str | None = None) -> Report:
-    """Run the pipeline over the archive (cfg.input) and write its index at cfg.index.path.
+def build(spark: SparkSession, plan: Plan, output: str | None = None, raw: DataFrame | None = None) -> Report:
+    """Run the pipeline over the archive (cfg.input, or the DataFrame `raw`) and write its index
+    at cfg.index.path.
 
     With `output`, the run's tables and report are written there too.
     """
@@ -43,7 +44,7 @@ def build(spark: SparkSession, plan: Plan, output: str | None = None) -> Report:
     ix.sets_folder(store, "", cfg.index.set_layout)  # "files" where it cannot be: refused now
     probe_writes(spark, cfg.index.path, output)
     start = time.perf_counter()
-    raw = read_input(spark, cfg)
+    raw = read_input(spark, cfg) if raw is None else raw
     with checkpoint_dir(spark, cfg, output or cfg.index.path):
         result = deduplicate(raw, plan, digest=True)
         return _write_build(spark, plan, store, output, result, start)

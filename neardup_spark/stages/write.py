@@ -44,7 +44,7 @@ def check_output_free(cfg: Config, master: str = "", spark: SparkSession | None 
     applies); without one only local paths are checked: file: URIs, and paths without a
     scheme when `master` is local."""
     out = cfg.output.path
-    dst = _where(spark, out, master)
+    dst = _where(spark, out, master) if out else None
     if dst is None:
         return
     if cfg.output.mode == "errorifexists" and not may_exist and _holds_something(spark, dst):
