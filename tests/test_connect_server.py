@@ -16,10 +16,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from neardup_spark import Config, api
+from neardup_spark import Config, api, cli
 from neardup_spark.api import run
 
 from . import frames, oracles
+from .conftest import INTERPRETED, PARTITIONS
 
 pytestmark = pytest.mark.process  # every test here starts Spark in processes of its own
 
@@ -60,7 +61,8 @@ def server(tmp_path_factory):
         [str(home / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
          "--master", "local[2]", "--driver-memory", "2g", "--driver-java-options", "-XX:TieredStopAtLevel=1",
          "--conf", f"spark.connect.grpc.binding.port={port}",
-         "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
+         "--conf", "spark.ui.enabled=false", "--conf", f"spark.sql.shuffle.partitions={PARTITIONS}",
+         *[arg for key, value in INTERPRETED.items() for arg in ("--conf", f"{key}={value}")],
          "--conf", f"spark.sql.warehouse.dir={work / 'warehouse'}"],
         cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -137,7 +139,7 @@ def test_the_cli_ships_the_package_and_runs_with_plots(spark, server, tmp_path):
     assert report["plots"] and all((out / Path(p).name).stat().st_size > 0 for p in report["plots"])
 
 
-def test_nightly_tables_and_calibrate_through_the_server(spark, server, client_only, tmp_path):
+def test_nightly_tables_and_calibrate_through_the_server(spark, server, client_only, tmp_path, capsys):
     """index build -> append with catalog tables (the server's catalog) -> export from a
     Connect-only client (pyspark-client, no JVM), and calibrate."""
     url, work = server
@@ -173,11 +175,9 @@ def test_nightly_tables_and_calibrate_through_the_server(spark, server, client_o
     assert proc.returncode == 0, proc.stderr[-3000:]
     remote = json.loads(proc.stdout)
     assert remote.pop("plots") and all(Path(p).stat().st_size > 0 for p in (tmp_path / "calibration").iterdir())
-    classic = subprocess.run([sys.executable, "-m", "neardup_spark", *argv, "--master", "local[2]",
-                              "--shuffle-partitions", "2"], cwd=tmp_path, capture_output=True, text=True,
-                             timeout=900, env={k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"})
-    assert classic.returncode == 0, classic.stderr[-3000:]
-    classic = json.loads(classic.stdout)
+    capsys.readouterr()
+    assert cli.main([*argv, "--shuffle-partitions", str(PARTITIONS)]) == 0  # the same command on the classic session
+    classic = json.loads(capsys.readouterr().out)
     # The random pairs are drawn per partition, and the server partitions the input its own way:
     # the same figures up to that sample's noise.
     for key in ("documents", "pairs", "bands", "rows", "num_perm", "recommended_threshold"):

@@ -33,14 +33,15 @@ def cluster(tmp_path_factory):
         yield url, private
 
 
-def _submit(master: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def _submit(master: str, args: list[str], cwd: Path, job: str = "") -> subprocess.CompletedProcess:
+    """spark-submit of `job` (default: the README's "$(neardup job-file)") with `args`."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    job = subprocess.run([sys.executable, "-m", "neardup_spark", "job-file"], capture_output=True, text=True,
-                         check=True).stdout.strip()  # the README's "$(neardup job-file)"
+    job = job or subprocess.run([sys.executable, "-m", "neardup_spark", "job-file"], capture_output=True, text=True,
+                                check=True).stdout.strip()
     c1 = "-XX:TieredStopAtLevel=1"  # short jobs: as the tests' own session (see conftest)
     cmd = [str(SPARK_SUBMIT), "--master", master, "--conf", "spark.ui.enabled=false",
            "--conf", "spark.executor.memory=768m", "--driver-java-options", c1,
-           "--conf", f"spark.executor.extraJavaOptions={c1}", job, *args]
+           "--conf", f"spark.executor.extraJavaOptions={c1}", "--conf", "spark.sql.shuffle.partitions=2", job, *args]
     return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
 
 
@@ -84,8 +85,10 @@ def test_storage_the_executors_do_not_share_is_refused_before_work(cluster, tmp_
 
 def test_a_night_appended_on_the_cluster_equals_one_full_run(cluster, spark, tmp_path):
     """The index at a file:// URI (the Hadoop filesystem path that hdfs:// takes), built and
-    appended to by spark-submit jobs whose executors run in the Workers' JVMs. Compaction,
-    vacuum and export at a URI are the same writers in-process (test_filestore)."""
+    appended to by one spark-submit application (the library's build_index and run, which the
+    CLI calls; the CLI's own job file on the cluster: the README test above) whose executors
+    run in the Workers' JVMs. Compaction, vacuum and export at a URI are the same writers
+    in-process (test_filestore)."""
     from neardup_spark.api import export
 
     from . import oracles
@@ -96,14 +99,10 @@ def test_a_night_appended_on_the_cluster_equals_one_full_run(cluster, spark, tmp
     rows = pd.read_json(SAMPLE, lines=True)
     archive, night = oracles.split_into_nights(rows, tmp_path, seed=3, nights=2)
     index = (tmp_path / "index").as_uri()
-    common = ["--format", "jsonl", "--shuffle-partitions", "2", "--quiet"]
-    steps = [
-        ["index", "build", "--input", archive, "--index", index, *common],
-        ["run", "--input", night, "--index", index, "--append", "--output", str(tmp_path / "night"), *common],
-    ]
-    for args in steps:
-        proc = _submit(url, args, tmp_path)
-        assert proc.returncode == 0, (args, proc.stderr[-3000:])
+    proc = _submit(url, [archive, night, index, str(tmp_path / "night")], tmp_path,
+                   job=str(ROOT / "tests" / "scripts" / "cluster_night.py"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "night" / "report.json").exists()
     manifest = json.loads((tmp_path / "index" / "manifest.json").read_text())
     assert manifest["version"] == 2 and manifest["documents"] == len(rows)
     export(spark, index, str(tmp_path / "export"))

@@ -16,7 +16,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 url, case = sys.argv[1], sys.argv[2]
-spark = SparkSession.builder.remote(url).config("spark.sql.shuffle.partitions", "4").getOrCreate()
+spark = SparkSession.builder.remote(url).config("spark.sql.shuffle.partitions", "2").getOrCreate()
 ROOT = Path(__file__).resolve().parents[2]
 
 from neardup_spark import deduplicate, ship  # noqa: E402
