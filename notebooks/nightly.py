@@ -5,8 +5,10 @@
 # An archive is indexed once; every night the day's documents are checked
 # against it and against each other, then appended. The archive is never
 # re-sketched or re-clustered. Here: a generated corpus of 800 articles split
-# into an archive and two days. On Databricks, put the index on a mounted path
-# (`/dbfs/...`): its manifest is switched by an atomic rename.
+# into an archive and two days, as DataFrames (an `Archive` takes DataFrames;
+# `neardup index build` and `neardup run --append` do the same from files).
+# On Databricks, put the index on a mounted path (`/Volumes/...`, `/dbfs/...`):
+# its manifest is switched by an atomic rename.
 
 # COMMAND ----------
 # %%
@@ -16,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from neardup_spark import Config, build_index, export, generate, run, session
+from neardup_spark import Archive, deduplicate, generate, session
 
 spark = session(master="local[2]", shuffle_partitions=4)  # Databricks' own session where there is one
 
@@ -29,69 +31,63 @@ print({f"day{k}": int((day == k).sum()) for k in range(3)})
 
 # COMMAND ----------
 # %% [markdown]
-# ## 1. Build the index from the archive (once)
+# ## 1. Create the index from the archive (once)
 
 # COMMAND ----------
 # %%
-cfg = Config().with_overrides(
-    {"input.path": str(work / "day0.parquet"), "index.path": str(work / "index"), "output.mode": "overwrite"}
-)
-built = build_index(spark, cfg)
-print(built["index"], built["counts"]["clusters"], "clusters")
+def day(k):
+    return spark.read.parquet(str(work / f"day{k}.parquet"))
+
+
+archive = Archive.create(spark, str(work / "index"), day(0))
+print(archive.report["index"], archive.report["counts"]["clusters"], "clusters")
 
 # COMMAND ----------
 # %% [markdown]
 # ## 2. Append each night's batch
 # A newcomer that matches an archived story joins its cluster, whose id is
 # kept; `in_batch = False` rows are archived documents whose cluster, keeper
-# or status changed.
+# or status changed. `append(df, output=...)` also writes the night's tables
+# and report to a folder, as `neardup run --append` does.
 
 # COMMAND ----------
 # %%
 for k in (1, 2):
-    night = cfg.with_overrides(
-        {"input.path": str(work / f"day{k}.parquet"), "output.path": str(work / f"out{k}"), "index.append": True}
-    )
-    report = run(spark, night)
-    c = report["counts"]
+    night = archive.append(day(k))
+    c = night.report["counts"]
     print(f"night {k}: {c['new_documents']} new, {c['verified_pairs']} verified pairs, "
           f"{c['archived_clusters_touched']} archived clusters touched, {c['archived_documents_changed']} changed")
-out = spark.read.parquet(str(work / "out2" / "clusters"))
-out.groupBy("in_batch", "status").count().orderBy("in_batch", "status").show()
+night.clusters.groupBy("in_batch", "status").count().orderBy("in_batch", "status").show()
 
 # COMMAND ----------
 # %% [markdown]
-# ## 3. Re-running a night changes nothing
+# ## 3. Appending a night again changes nothing
 # The batch's fingerprint (ids and texts) is in the manifest: its stored
-# output is written again and the index stays at its version.
+# tables are returned and the index stays at its version. A Structured
+# Streaming micro-batch that Spark runs again after a failure is such a replay.
 
 # COMMAND ----------
 # %%
-version = report["index"]["version"]  # the index after night 2
-again = run(spark, cfg.with_overrides(
-    {"input.path": str(work / "day2.parquet"), "output.path": str(work / "again2"), "index.append": True}
-))
-assert again["replayed"] and again["index"]["version"] == version
+version = archive.version  # the index after night 2
+again = archive.append(day(2))
+assert again.report["replayed"] and archive.version == version
 print("replayed; index version still", version)
 
 # COMMAND ----------
 # %% [markdown]
-# ## 4. The archive's clusters equal one full run over everything
+# ## 4. The archive's clusters equal one run over everything
 
 # COMMAND ----------
 # %%
-export(spark, str(work / "index"), str(work / "export"))
-rows.to_parquet(work / "all.parquet", coerce_timestamps="us")
-run(spark, Config().with_overrides(
-    {"input.path": str(work / "all.parquet"), "output.path": str(work / "full"), "output.mode": "overwrite"}
-))
+everything = spark.createDataFrame(rows)
+full = deduplicate(everything)
 
 
-def partition(path):
-    clusters = pd.read_parquet(path)
+def partition(clusters):
     return sorted(sorted(ids) for ids in clusters.groupby("cluster_id").doc_id.apply(list))
 
 
-same = partition(work / "export" / "clusters") == partition(work / "full" / "clusters")
+same = partition(archive.clusters().toPandas()) == partition(full.clusters.toPandas())
+full.unpersist()
 print("same clusters as one full run:", same)
 assert same

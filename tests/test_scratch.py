@@ -1,19 +1,18 @@
 """A session that cannot cache, as Databricks serverless: persist, cache and both checkpoints
 refused, and only a few of Spark's settings. With cluster.scratch naming a schema, runs keep
 their stage boundaries as tables there: the same golden outputs, the same nightly index, and
-no table left behind. Without it, one line that names the setting."""
+no table left behind. Without it, one line that names the setting. (A nightly index with
+scratch tables, from a Connect-only client: test_connect_server.)"""
 
 from __future__ import annotations
 
 import contextlib
 
-import pandas as pd
 import pytest
 
 from neardup_spark import Config, api
 from neardup_spark.errors import NeardupError
 
-from . import frames, oracles
 from .test_golden import _check, _hashes
 
 SAMPLE = str(api.SAMPLE)
@@ -100,21 +99,6 @@ def test_a_run_that_fails_drops_its_tables(spark, monkeypatch, schema, tmp_path)
     with serverless(spark, monkeypatch), pytest.raises(RuntimeError, match="keepers stage"):
         api.run(spark, _cfg(tmp_path / "out", **{"cluster.scratch": schema}))
     assert _left(spark, schema) == []
-
-
-def test_a_night_with_scratch_gives_the_index_of_one_full_run(spark, monkeypatch, schema, tmp_path):
-    rows = pd.read_json(SAMPLE, lines=True)
-    paths = oracles.split_into_nights(rows, tmp_path, seed=1, nights=2)
-    index = str(tmp_path / "index")
-    common = {"input.format": "jsonl", "cluster.scratch": schema}
-    cfg = Config().with_overrides({"input.format": "jsonl"})
-    with serverless(spark, monkeypatch):
-        api.build_index(spark, cfg.with_overrides({**common, "input.path": paths[0], "index.path": index}))
-        for k, path in enumerate(paths[1:], 1):
-            api.run(spark, cfg.with_overrides({**common, "input.path": path, "index.path": index,
-                                               "index.append": True, "output.path": str(tmp_path / f"n{k}")}))
-    assert _left(spark, schema) == []
-    frames.assert_index_is_a_full_run(spark, index, rows, tmp_path, cfg)
 
 
 def test_scratch_must_name_a_schema():
