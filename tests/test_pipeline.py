@@ -64,9 +64,10 @@ def test_cached_frames_stay_deserialized_in_memory(result):
     # of the sketch table would deserialize its cached batches again.
     # A frame cut from its lineage (verified pairs: a local checkpoint) is stored by Spark's
     # own MEMORY_AND_DISK, the deserialized one, and is not cached as a DataFrame.
-    assert result._cached, "the run keeps its intermediate frames cached"
-    persisted = [df for df in [result.sketched, *result._cached] if df.is_cached]
-    assert result.sketched.is_cached and len(persisted) < len(result._cached) + 1
+    kept = [df for df, _ in result._runner.kept]
+    assert kept, "the run keeps its intermediate frames cached"
+    persisted = [df for df in [result.sketched, *kept] if df.is_cached]
+    assert result.sketched.is_cached and len(persisted) < len(kept) + 1
     for df in persisted:
         level = df.storageLevel
         assert level.useMemory and level.useDisk and level.deserialized, level
