@@ -21,9 +21,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from neardup_spark.api import options, package_on_workers
+from neardup_spark.api import compact_index, options, package_on_workers, vacuum_index
 from neardup_spark.archive import build as _build
-from neardup_spark.archive import housekeeping
 from neardup_spark.archive import index as ix
 from neardup_spark.archive import append as _append
 from neardup_spark.archive.housekeeping import Compaction, Vacuum
@@ -105,13 +104,12 @@ class Archive:
         return ix.open_index(self.path, self.spark).assignments(self.spark).select(*CLUSTER_COLUMNS)
 
     def compact(self, set_layout: str = "auto") -> Compaction:
-        """One part with the same meaning (see `compact_index`)."""
-        with sized(self.spark):
-            return housekeeping.compact(self.spark, self.path, set_layout)
+        """One part with the same meaning (`compact_index`)."""
+        return compact_index(self.spark, self.path, set_layout)
 
     def vacuum(self, retain_days: float = 7.0, dry_run: bool = False) -> Vacuum:
-        """Remove replaced and orphaned parts older than `retain_days` (see `vacuum_index`)."""
-        return housekeeping.vacuum(self.spark, self.path, retain_days, dry_run)
+        """Remove replaced and orphaned parts older than `retain_days` (`vacuum_index`)."""
+        return vacuum_index(self.spark, self.path, retain_days, dry_run)
 
     def __repr__(self) -> str:
         return f"Archive({self.path!r})"

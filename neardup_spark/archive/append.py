@@ -30,11 +30,9 @@ on a Hadoop filesystem by Spark's join.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import time
-from collections.abc import Iterator
 from concurrent.futures import wait
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -63,7 +61,7 @@ from neardup_spark.errors import InputError
 from neardup_spark.plan import Plan
 from neardup_spark.runtime import sizing
 from neardup_spark.runtime.parallel import run_all, started
-from neardup_spark.runtime.publish import Publication, publishing
+from neardup_spark.runtime.publish import Publication, publishing_if
 from neardup_spark.runtime.report import Report
 from neardup_spark.runtime.runner import Runner
 from neardup_spark.runtime.masters import master_of
@@ -89,7 +87,7 @@ from neardup_spark.stages.write import (
 def append(spark: SparkSession, plan: Plan, raw: DataFrame | None = None) -> Report:
     """Check cfg.input (today's batch; or the DataFrame `raw`) against the index and itself, write
     cfg.output, append the batch. With `raw`, cfg.output.path may be empty: the night's tables
-    are then only in the index part (`ix.part_outputs`)."""
+    are then only in the index part (`Archive.append` reads them there)."""
     cfg = plan.cfg
     supported(cfg)
     if raw is None:
@@ -191,7 +189,7 @@ def _replay(night: Night, part: str, fingerprint: str, start: float) -> Report:
     """This batch was applied before: write the output that run wrote, change nothing.
     Existing tables are replaced whatever the output mode says (`_output_free` allowed it)."""
     spark, cfg, idx, run = night.spark, night.cfg, night.idx, night.run
-    with _publishing(spark, cfg.output.path, "overwrite") as pub:
+    with publishing_if(spark, cfg.output.path, "overwrite", (PROBE_PREFIX,)) as pub:
         tables = _copy_output(night, part, pub) if pub is not None else None
         report = run.report(
             mode="append",
@@ -204,17 +202,6 @@ def _replay(night: Night, part: str, fingerprint: str, start: float) -> Report:
         if pub is not None:
             pub.commit(report, expect=[] if tables else list(APPEND_TABLES))
     return report
-
-
-@contextlib.contextmanager
-def _publishing(spark: SparkSession, output: str, mode: str) -> Iterator[Publication | None]:
-    """A Publication to `output`, or None without one (a library append: the index part holds
-    the night's tables)."""
-    if not output:
-        yield None
-        return
-    with publishing(spark, output, mode, leftovers=(PROBE_PREFIX,)) as pub:
-        yield pub
 
 
 def _check_ids(night: Night, docs: DataFrame, documents: int, counts: dict):
@@ -361,7 +348,7 @@ def _write(night: Night, fingerprint: str, found: Matched, start: float) -> Repo
     version = idx.manifest["version"]
     part = ix.new_part_name(version + 1)
     part_dir = idx.part_path(part)
-    with _publishing(spark, cfg.output.path, cfg.output.mode) as pub:
+    with publishing_if(spark, cfg.output.path, cfg.output.mode, (PROBE_PREFIX,)) as pub:
         with run.stage("write"):
             # The ids broadcast: a join planned from the kept frames' unknown sizes shuffled and
             # sorted every band row by _nid.

@@ -7,7 +7,6 @@ document's current assignment as a run's clusters/ table.
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 from pyspark.sql import DataFrame, SparkSession
@@ -19,7 +18,7 @@ from neardup_spark.archive import versions
 from neardup_spark.archive.night import doc_columns, probe_writes, supported
 from neardup_spark.errors import NeardupError
 from neardup_spark.plan import Plan
-from neardup_spark.runtime.publish import Publication, publishing
+from neardup_spark.runtime.publish import Publication, publishing, publishing_if
 from neardup_spark.runtime.report import Report
 from neardup_spark.runtime.runner import Runner
 from neardup_spark.runtime.storage import PROBE_PREFIX, checkpoint_dir, kill_point, verify_written
@@ -53,20 +52,10 @@ def build(spark: SparkSession, plan: Plan, output: str | None = None, raw: DataF
 def _write_build(spark: SparkSession, plan: Plan, store, output: str | None, result, start: float) -> Report:
     cfg = plan.cfg
     try:
-        with _publishing(spark, output, cfg.output.mode) as pub:
+        with publishing_if(spark, output, cfg.output.mode, (PROBE_PREFIX,)) as pub:
             return _write_build_part(spark, plan, store, pub, result, start)
     finally:
         result.unpersist()
-
-
-@contextlib.contextmanager
-def _publishing(spark: SparkSession, output: str | None, mode: str):
-    """A Publication to `output`, or None without one."""
-    if not output:
-        yield None
-        return
-    with publishing(spark, output, mode, leftovers=(PROBE_PREFIX,)) as pub:
-        yield pub
 
 
 def _write_build_part(spark: SparkSession, plan: Plan, store, pub: Publication | None, result, start: float) -> Report:

@@ -355,6 +355,18 @@ def publishing(spark: SparkSession, root: str, mode: str, leftovers: tuple[str, 
         raise
 
 
+@contextmanager
+def publishing_if(spark: SparkSession, root: str | None, mode: str, leftovers: tuple[str, ...] = ()
+                  ) -> Iterator[Publication | None]:
+    """`publishing(...)` to `root`, or None without a root (a library call whose tables stay
+    where the job keeps them, e.g. an index part)."""
+    if not root:
+        yield None
+        return
+    with publishing(spark, root, mode, leftovers) as pub:
+        yield pub
+
+
 def pending_note(report: dict | None) -> str | None:
     """For a report read from report/ (Spark Connect, remote output): the marker line a
     stopped publication left, said as a sentence, or None for a finished run's report."""
@@ -364,4 +376,5 @@ def pending_note(report: dict | None) -> str | None:
     return None
 
 
-__all__ = ["MARKER", "Publication", "PublishError", "pending", "publishing", "remove_leftovers", "settle"]
+__all__ = ["MARKER", "Publication", "PublishError", "pending", "publishing", "publishing_if", "remove_leftovers",
+           "settle"]

@@ -36,7 +36,6 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from neardup_spark.errors import NeardupError
 from neardup_spark.runtime.progress import current_progress, task_counter
 from neardup_spark.runtime.report import Report
 from neardup_spark.runtime.scratch import Scratch, refused
@@ -79,8 +78,6 @@ def materialise(df: DataFrame, how: str = KEEP, scratch: Scratch | None = None) 
             return df.checkpoint(eager=False)
         return df.persist(CACHE_LEVEL)
     except Exception as exc:  # persist and checkpoints only plan on classic sessions: a refusal
-        if isinstance(exc, NeardupError):
-            raise
         raise refused(exc, "persist" if how not in (LOCAL, RELIABLE) else "checkpoint") from exc
 
 
@@ -97,11 +94,9 @@ def drop_checkpoint(df: DataFrame) -> None:
 def unkeep(df: DataFrame, how: str = KEEP, scratch: Scratch | None = None) -> None:
     """Undo `materialise(df, how, scratch)`: unpersisted, its checkpoint blocks or its scratch
     table dropped."""
-    if scratch is not None and scratch.holds(df):
-        scratch.drop(df)
-        return
     if scratch is not None:
-        return  # a frame of a scratch run that was never kept: nothing to undo
+        scratch.drop(df)  # nothing for a frame it did not write: a scratch run persists nothing
+        return
     df.unpersist()
     if how == LOCAL:
         drop_checkpoint(df)

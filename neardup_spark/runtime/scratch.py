@@ -54,10 +54,6 @@ class Scratch:
             self._tables[id(back)] = name
         return back
 
-    def holds(self, df: DataFrame) -> bool:
-        with self._lock:
-            return id(df) in self._tables
-
     def drop(self, df: DataFrame) -> None:
         """Drop the table behind df (a frame `write` returned); nothing for other frames."""
         with self._lock:
@@ -70,10 +66,6 @@ class Scratch:
             names, self._tables = list(self._tables.values()), {}
         for name in names:
             self.spark.sql(f"DROP TABLE IF EXISTS {name}")
-
-    def tables(self) -> list[str]:
-        with self._lock:
-            return sorted(self._tables.values())
 
 
 def refused(exc: BaseException, what: str) -> NeardupError:
